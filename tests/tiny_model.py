@@ -1,0 +1,89 @@
+"""Tiny random-weight GGUF models with a real vocabulary, written with the gguf package.
+
+Small enough to load in milliseconds, real enough that llama.cpp tokenizes, decodes and
+samples them exactly as it would a trained model: the vocabulary (tokens, scores, types,
+merges, special ids) is copied from one of llama.cpp's own ``models/ggml-vocab-*.gguf``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA_CPP = ROOT / "subprojects" / "llama.cpp"
+
+
+def vocab_file(name: str) -> Path:
+    return LLAMA_CPP / "models" / f"ggml-vocab-{name}.gguf"
+
+
+def _copy_tokenizer(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> int:
+    n_vocab = 0
+    for key, field in reader.fields.items():
+        if not key.startswith("tokenizer."):
+            continue
+        vtype = field.types[0]
+        sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
+        value = field.contents()
+        writer.add_key_value(key, value, vtype, sub_type=sub)
+        if key == "tokenizer.ggml.tokens":
+            n_vocab = len(value)
+    return n_vocab
+
+
+def write_tiny_llama(
+    path: Path,
+    *,
+    vocab: str = "llama-spm",
+    n_embd: int = 64,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_head_kv: int = 2,
+    n_ff: int = 128,
+    n_ctx_train: int = 4096,
+    seed: int = 0,
+) -> Path:
+    """Write a llama-architecture model with random float32 weights to ``path``."""
+    rng = np.random.default_rng(seed)
+    reader = gguf.GGUFReader(vocab_file(vocab))
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(f"tiny-llama-{vocab}")
+    n_vocab = _copy_tokenizer(reader, writer)
+    head_dim = n_embd // n_head
+    writer.add_context_length(n_ctx_train)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_vocab_size(n_vocab)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+    def weight(*shape: int) -> np.ndarray:
+        # Scaled so activations stay O(1) through the layers: logits are varied, not flat.
+        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+
+    ones = np.ones(n_embd, dtype=np.float32)
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("output_norm.weight", ones)
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    for i in range(n_layer):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", ones)
+        writer.add_tensor(f"blk.{i}.attn_q.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
+        writer.add_tensor(f"blk.{i}.attn_output.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
+        writer.add_tensor(f"blk.{i}.ffn_gate.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(n_embd, n_ff))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -1,0 +1,67 @@
+"""Build llama.cpp's shared libraries with its own CMake; called by a Meson custom_target.
+
+usage: build_llama_cpp.py SOURCE CMAKE_BUILD_DIR OUTDIR OUTPUT... -- CMAKE_ARG...
+
+CMake is configured once per set of arguments and rebuilt incrementally after that, so
+a rebuild with no change is a no-op. Each OUTPUT (the SONAME of a library, or the file
+name of a backend plugin) is copied into OUTDIR only when its bytes changed: Meson's
+outputs keep their timestamps and nothing downstream relinks for nothing.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# Each shared object finds the others in its own folder, in the build and installed.
+RPATH = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
+PLUGIN_PREFIX = "libggml-"
+
+
+def configure(source: Path, build: Path, args: list[str]) -> None:
+    stamp = build / "llama_cy-cmake-args.txt"
+    wanted = "\n".join(args)
+    if (build / "CMakeCache.txt").is_file() and stamp.is_file() and stamp.read_text() == wanted:
+        return
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(build), *generator,
+         "-DCMAKE_BUILD_TYPE=Release",
+         f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'bin'}",
+         "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+         f"-DCMAKE_INSTALL_RPATH={RPATH}",
+         *args],
+        check=True,
+    )
+    stamp.write_text(wanted)
+
+
+def main() -> None:
+    sep = sys.argv.index("--")
+    source, build, outdir = map(Path, sys.argv[1:4])
+    outputs, cmake_args = [Path(o).name for o in sys.argv[4:sep]], sys.argv[sep + 1:]
+    build.mkdir(parents=True, exist_ok=True)
+    configure(source, build, cmake_args)
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
+    subprocess.run(["cmake", "--build", str(build), "--parallel", jobs], check=True)
+
+    bin_dir = build / "bin"
+    built_plugins = {p.name for p in bin_dir.glob(PLUGIN_PREFIX + "*") if not p.is_symlink()}
+    built_plugins -= {n for n in built_plugins if n.startswith("libggml-base")}
+    expected = {o for o in outputs if o.startswith(PLUGIN_PREFIX) and not o.startswith("libggml-base")}
+    if built_plugins != expected:
+        # meson.build lists the plugins by hand; fail loudly instead of shipping a partial set.
+        sys.exit(f"backend plugins built {sorted(built_plugins)}, meson.build expects {sorted(expected)}")
+    for name in outputs:
+        src, dst = (bin_dir / name).resolve(), outdir / name
+        if not dst.is_file() or not filecmp.cmp(src, dst, shallow=False):
+            shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
+
+
+if __name__ == "__main__":
+    main()
