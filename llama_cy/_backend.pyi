@@ -1,9 +1,12 @@
 import logging
 from typing import Final, Literal
 
+from typing_extensions import disjoint_base
+
 LLAMA_CPP_BUILD: Final[str]
 logger: logging.Logger
 
+@disjoint_base
 class Device:
     """A ggml compute device (CPU, GPU, accelerator) as the backend registry sees it."""
 

@@ -27,7 +27,10 @@ def test_system_info_lists_the_cpu_backend() -> None:
 def test_import_works_from_any_folder(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", "import llama_cy; print(llama_cy.system_info())"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.rstrip("\n") == llama_cy.system_info()
 
@@ -38,7 +41,8 @@ def test_devices_include_the_cpu() -> None:
     assert cpus, devices
     cpu = cpus[0]
     assert cpu.backend == "CPU"
-    assert cpu.name and cpu.description
+    assert cpu.name
+    assert cpu.description
     assert 0 < cpu.memory_free <= cpu.memory_total
     assert "Device(name=" in repr(cpu)
     with pytest.raises(AttributeError):
@@ -46,8 +50,12 @@ def test_devices_include_the_cpu() -> None:
 
 
 def test_capabilities_are_bools() -> None:
-    for probe in (llama_cy.supports_mmap, llama_cy.supports_mlock,
-                  llama_cy.supports_gpu_offload, llama_cy.supports_rpc):
+    for probe in (
+        llama_cy.supports_mmap,
+        llama_cy.supports_mlock,
+        llama_cy.supports_gpu_offload,
+        llama_cy.supports_rpc,
+    ):
         assert isinstance(probe(), bool)
     assert llama_cy.supports_mmap() is (os.name == "posix")
     # This build has no GPU backend unless one was asked for at build time.

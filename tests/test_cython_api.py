@@ -37,19 +37,34 @@ def test_downstream_pyx_cimports_and_links(tmp_path: Path) -> None:
     package_parent = Path(llama_cy.__file__).resolve().parent.parent
     subprocess.run(
         [sys.executable, "-m", "cython", "-3", "-I", str(package_parent), "downstream.pyx"],
-        cwd=tmp_path, check=True,
+        cwd=tmp_path,
+        check=True,
     )
     lib_dir = llama_cy.get_lib_dir()
     ext = tmp_path / ("downstream" + sysconfig.get_config_var("EXT_SUFFIX"))
     cc = os.environ.get("CC", "cc")
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O1", "downstream.c", "-o", str(ext),
-         "-I", sysconfig.get_paths()["include"], "-I", llama_cy.get_include(),
-         os.path.join(lib_dir, "libllama.so.0"), f"-Wl,-rpath,{lib_dir}"],
-        cwd=tmp_path, check=True,
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "downstream.c",
+            "-o",
+            str(ext),
+            "-I",
+            sysconfig.get_paths()["include"],
+            "-I",
+            llama_cy.get_include(),
+            os.path.join(lib_dir, "libllama.so.0"),
+            f"-Wl,-rpath,{lib_dir}",
+        ],
+        cwd=tmp_path,
+        check=True,
     )
     spec = importlib.util.spec_from_file_location("downstream", ext)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
 

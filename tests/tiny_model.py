@@ -11,6 +11,7 @@ from pathlib import Path
 
 import gguf
 import numpy as np
+import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA_CPP = ROOT / "subprojects" / "llama.cpp"
@@ -64,9 +65,10 @@ def write_tiny_llama(
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
 
-    def weight(*shape: int) -> np.ndarray:
+    def weight(*shape: int) -> npt.NDArray[np.float32]:
         # Scaled so activations stay O(1) through the layers: logits are varied, not flat.
-        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+        w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
+        return w / np.float32(np.sqrt(shape[-1]))
 
     ones = np.ones(n_embd, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))

