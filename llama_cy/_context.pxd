@@ -1,0 +1,35 @@
+from cpython.pythread cimport PyThread_type_lock
+
+from llama_cy._c.llama cimport llama_context, llama_memory_t
+from llama_cy._batch cimport LlamaBatch
+from llama_cy._model cimport LlamaModel
+from llama_cy._view cimport ViewOwner
+
+
+cdef class LlamaContext(ViewOwner):
+    cdef llama_context *ptr
+    cdef llama_memory_t mem
+    cdef readonly LlamaModel model
+    cdef PyThread_type_lock _lock
+    cdef readonly int n_ctx
+    cdef readonly int n_batch
+    cdef readonly int n_ubatch
+    cdef readonly int n_seq_max
+    cdef readonly int n_vocab
+    cdef readonly int n_embd
+    cdef bint _embeddings
+    cdef bint _closed
+    # Rows of the last decode's outputs, and the most rows llama.cpp's output buffer
+    # has held: a decode asking for more reallocates that buffer under live views.
+    cdef int _n_outputs
+    cdef int _output_capacity
+    # Set by Ctrl-C (SIGINT) or abort() from another thread; read by llama.cpp's
+    # abort callback between graph nodes.
+    cdef volatile int _abort
+
+    cdef int _ensure_alive(self) except -1
+    cdef int _check_seq(self, int seq_id, bint allow_all) except -1
+    cdef int _lock_acquire(self) except -1
+    cdef void _lock_release(self) noexcept
+    cdef void _free(self) noexcept
+    cdef _run(self, LlamaBatch batch, bint encoder)

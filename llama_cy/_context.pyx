@@ -1,0 +1,648 @@
+"""LlamaContext: the state of inference on one model (``llama_context``).
+
+Thread model: a model may be shared by any number of contexts on any threads; one
+context is used by one thread at a time. ``decode``/``encode`` and the other calls
+that touch the context's state take its lock, so a second thread waits (with the GIL
+released) instead of corrupting it.
+"""
+
+import os
+import threading
+
+import numpy as np
+
+from cpython.pythread cimport (
+    PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock, PyThread_release_lock,
+    NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
+)
+from libc.signal cimport SIGINT
+from libc.stdbool cimport bool as cbool
+from libc.stdint cimport int32_t, uint8_t
+from libc.string cimport memset
+
+from llama_cy._c cimport llama as c
+from llama_cy._c.ggml cimport ggml_type, ggml_type_name, GGML_TYPE_COUNT
+from llama_cy._batch cimport LlamaBatch
+from llama_cy._model cimport LlamaModel
+from llama_cy._view cimport ViewOwner, array_view
+
+from llama_cy.errors import (
+    ClosedError, ContextCreationError, LlamaError, StateError, decode_error,
+)
+from llama_cy.perf import ContextPerf
+
+
+cdef extern from "<signal.h>" nogil:
+    ctypedef struct sigset_t:
+        pass
+    ctypedef struct sigaction_t "struct sigaction":
+        void (*sa_handler)(int)
+        int sa_flags
+        sigset_t sa_mask
+    int sigaction(int signum, const sigaction_t *act, sigaction_t *oldact)
+    int sigemptyset(sigset_t *set)
+
+
+cdef dict _ROPE_SCALING = {
+    "none": c.LLAMA_ROPE_SCALING_TYPE_NONE,
+    "linear": c.LLAMA_ROPE_SCALING_TYPE_LINEAR,
+    "yarn": c.LLAMA_ROPE_SCALING_TYPE_YARN,
+    "longrope": c.LLAMA_ROPE_SCALING_TYPE_LONGROPE,
+}
+cdef dict _POOLING = {
+    "none": c.LLAMA_POOLING_TYPE_NONE,
+    "mean": c.LLAMA_POOLING_TYPE_MEAN,
+    "cls": c.LLAMA_POOLING_TYPE_CLS,
+    "last": c.LLAMA_POOLING_TYPE_LAST,
+    "rank": c.LLAMA_POOLING_TYPE_RANK,
+}
+cdef dict _POOLING_NAMES = {v: k for k, v in _POOLING.items()}
+cdef dict _ATTENTION = {
+    "causal": c.LLAMA_ATTENTION_TYPE_CAUSAL,
+    "non_causal": c.LLAMA_ATTENTION_TYPE_NON_CAUSAL,
+}
+cdef dict _GGML_TYPES = {ggml_type_name(<ggml_type>t).decode(): t for t in range(GGML_TYPE_COUNT)
+                         if ggml_type_name(<ggml_type>t) != NULL}
+
+# The abort flag of the context decoding on the main thread now, for the SIGINT handler.
+cdef volatile int *_interrupt_flag = NULL
+cdef unsigned long _main_thread = PyThread_get_thread_ident()
+
+
+cdef void _on_sigint(int signum) noexcept nogil:
+    if _interrupt_flag != NULL:
+        _interrupt_flag[0] = 2
+
+
+cdef cbool _abort_callback(void *data) noexcept nogil:
+    return (<volatile int *>data)[0] != 0
+
+
+cdef object _choice(dict table, value, str what):
+    try:
+        return table[value]
+    except KeyError:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(table)}") from None
+
+
+cdef class LlamaContext(ViewOwner):
+    """Inference state on a model: KV cache, output buffers, threads.
+
+    Arguments keep ``llama_context_params``' names; ``None`` means llama.cpp's default.
+    ``logits(i)``, ``all_logits()``, ``embeddings(i)`` and ``sequence_embeddings(s)``
+    are read-only float32 NumPy views of llama.cpp's own output buffer, made in O(1):
+    they hold the results of the latest ``decode`` and are overwritten by the next one
+    (copy a view to keep it). A decode that would make llama.cpp reallocate that buffer
+    while views are alive raises :class:`~llama_cy.errors.LlamaError` instead.
+    """
+
+    def __cinit__(self, LlamaModel model not None, *, n_ctx=4096, n_batch=512, n_ubatch=None,
+                  n_seq_max=1, n_threads=None, n_threads_batch=None, rope_scaling_type=None,
+                  pooling_type=None, attention_type=None, flash_attn=None,
+                  rope_freq_base=None, rope_freq_scale=None, yarn_ext_factor=None,
+                  yarn_attn_factor=None, yarn_beta_fast=None, yarn_beta_slow=None,
+                  yarn_orig_ctx=None, type_k=None, type_v=None, bint embeddings=False,
+                  offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
+                  op_offload=None):
+        self.ptr = NULL
+        self._closed = True
+        self._lock = NULL
+        model._ensure_alive()
+        cdef c.llama_context_params p = c.llama_context_default_params()
+        p.n_ctx = n_ctx
+        p.n_batch = n_batch
+        p.n_ubatch = n_batch if n_ubatch is None else n_ubatch
+        if p.n_ubatch > p.n_batch:
+            p.n_ubatch = p.n_batch
+        if n_seq_max < 1 or n_seq_max > c.llama_max_parallel_sequences():
+            raise ValueError(f"n_seq_max must be in [1, {c.llama_max_parallel_sequences()}]")
+        p.n_seq_max = n_seq_max
+        if n_threads is not None:
+            p.n_threads = n_threads
+        if n_threads_batch is not None:
+            p.n_threads_batch = n_threads_batch
+        elif n_threads is not None:
+            p.n_threads_batch = n_threads
+        if rope_scaling_type is not None:
+            p.rope_scaling_type = _choice(_ROPE_SCALING, rope_scaling_type, "rope_scaling_type")
+        if pooling_type is not None:
+            p.pooling_type = _choice(_POOLING, pooling_type, "pooling_type")
+        if attention_type is not None:
+            p.attention_type = _choice(_ATTENTION, attention_type, "attention_type")
+        if flash_attn is not None:
+            p.flash_attn_type = c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else c.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        if rope_freq_base is not None:
+            p.rope_freq_base = rope_freq_base
+        if rope_freq_scale is not None:
+            p.rope_freq_scale = rope_freq_scale
+        if yarn_ext_factor is not None:
+            p.yarn_ext_factor = yarn_ext_factor
+        if yarn_attn_factor is not None:
+            p.yarn_attn_factor = yarn_attn_factor
+        if yarn_beta_fast is not None:
+            p.yarn_beta_fast = yarn_beta_fast
+        if yarn_beta_slow is not None:
+            p.yarn_beta_slow = yarn_beta_slow
+        if yarn_orig_ctx is not None:
+            p.yarn_orig_ctx = yarn_orig_ctx
+        if type_k is not None:
+            p.type_k = _choice(_GGML_TYPES, type_k, "type_k")
+        if type_v is not None:
+            p.type_v = _choice(_GGML_TYPES, type_v, "type_v")
+        p.embeddings = embeddings
+        if offload_kqv is not None:
+            p.offload_kqv = offload_kqv
+        if swa_full is not None:
+            p.swa_full = swa_full
+        if kv_unified is not None:
+            p.kv_unified = kv_unified
+        p.no_perf = no_perf
+        if op_offload is not None:
+            p.op_offload = op_offload
+        p.abort_callback = _abort_callback
+        p.abort_callback_data = <void *>&self._abort
+        self._abort = 0
+
+        with nogil:
+            self.ptr = c.llama_init_from_model(model.ptr, p)
+        if self.ptr == NULL:
+            raise ContextCreationError(
+                f"failed to create a context (n_ctx={n_ctx}, n_batch={n_batch}, "
+                f"n_seq_max={n_seq_max}); see the 'llama_cy' log")
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            c.llama_free(self.ptr)
+            self.ptr = NULL
+            raise MemoryError()
+        self.model = model
+        model._acquire()
+        self._closed = False
+        self.mem = c.llama_get_memory(self.ptr)
+        self.n_ctx = c.llama_n_ctx(self.ptr)
+        self.n_batch = c.llama_n_batch(self.ptr)
+        self.n_ubatch = c.llama_n_ubatch(self.ptr)
+        self.n_seq_max = c.llama_n_seq_max(self.ptr)
+        self.n_vocab = model.n_vocab
+        self.n_embd = c.llama_model_n_embd_out(model.ptr)
+        self._embeddings = embeddings
+        self._n_outputs = 0
+        # llama.cpp sizes the output buffer for n_seq_max rows at creation.
+        self._output_capacity = self.n_seq_max
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            c.llama_free(self.ptr)
+            self.ptr = NULL
+            self.model._release()
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    cdef void _free(self) noexcept:
+        self._closed = True
+        if self.ptr == NULL or self._n_views > 0:
+            return
+        # Wait for a decode running on another thread to finish before freeing.
+        with nogil:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        c.llama_free(self.ptr)
+        self.ptr = NULL
+        PyThread_release_lock(self._lock)
+        self.model._release()
+
+    cdef void _view_released(self) noexcept:
+        if self._closed and self._n_views == 0:
+            self._free()
+
+    cdef int _ensure_alive(self) except -1:
+        if self._closed:
+            raise ClosedError("the context is closed")
+        return 0
+
+    cdef int _lock_acquire(self) except -1:
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        if self._closed:
+            PyThread_release_lock(self._lock)
+            raise ClosedError("the context was closed while waiting for it")
+        return 0
+
+    cdef void _lock_release(self) noexcept:
+        PyThread_release_lock(self._lock)
+
+    cdef int _check_seq(self, int seq_id, bint allow_all) except -1:
+        if allow_all and seq_id == -1:
+            return 0
+        if seq_id < 0 or seq_id >= self.n_seq_max:
+            raise ValueError(f"seq_id {seq_id} is out of range [0, {self.n_seq_max})"
+                             + (" (or -1 for all)" if allow_all else ""))
+        return 0
+
+    def close(self):
+        """Free the context; views still alive keep its output buffer until they go."""
+        self._free()
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def __enter__(self):
+        self._ensure_alive()
+        return self
+
+    def __exit__(self, *exc):
+        self._free()
+
+    def __repr__(self):
+        if self._closed:
+            return "<LlamaContext closed>"
+        return f"<LlamaContext n_ctx={self.n_ctx} n_batch={self.n_batch} n_seq_max={self.n_seq_max}>"
+
+    # ---- compute ----------------------------------------------------------------
+
+    def decode(self, LlamaBatch batch not None):
+        """Run the model on a batch (``llama_decode``), the GIL released.
+
+        Raises KVCacheFullError (no room in the context), AbortedError (``abort()``),
+        KeyboardInterrupt (Ctrl-C, within one graph node), InvalidBatchError (bad
+        token id, position or sequence id), or DecodeError.
+        """
+        self._run(batch, False)
+
+    def encode(self, LlamaBatch batch not None):
+        """Run an encoder (``llama_encode``: T5-style models, embeddings)."""
+        self._run(batch, True)
+
+    cdef _run(self, LlamaBatch batch, bint encoder):
+        global _interrupt_flag
+        self._ensure_alive()
+        batch._ensure_alive()
+        if batch.batch.n_tokens == 0:
+            raise ValueError("the batch is empty")
+        cdef int n_out = batch.batch.n_tokens if self._embeddings else batch._count_outputs()
+        if n_out > self._output_capacity and self._n_views > 0:
+            raise LlamaError(
+                f"this decode needs {n_out} output rows, more than the {self._output_capacity} "
+                "llama.cpp has allocated: it would move the buffer under the live logits/"
+                "embeddings views. Drop them (or copy them) first.")
+        cdef int32_t rc
+        cdef bint main = PyThread_get_thread_ident() == _main_thread
+        cdef sigaction_t act, old
+        self._lock_acquire()
+        try:
+            self._abort = 0
+            if main:
+                # Python only sees Ctrl-C between bytecodes; while llama.cpp computes, a
+                # C handler turns it into an abort of the graph.
+                _interrupt_flag = &self._abort
+                memset(&act, 0, sizeof(act))
+                act.sa_handler = _on_sigint
+                sigemptyset(&act.sa_mask)
+                sigaction(SIGINT, &act, &old)
+            with nogil:
+                if encoder:
+                    rc = c.llama_encode(self.ptr, batch.batch)
+                else:
+                    rc = c.llama_decode(self.ptr, batch.batch)
+            if main:
+                sigaction(SIGINT, &old, NULL)
+                _interrupt_flag = NULL
+        finally:
+            self._lock_release()
+        if n_out > self._output_capacity:
+            self._output_capacity = n_out
+        if rc != 0:
+            self._n_outputs = 0
+            if rc == 2 and self._abort == 2:
+                raise KeyboardInterrupt
+            raise decode_error(rc, "llama_encode" if encoder else "llama_decode")
+        self._n_outputs = n_out
+
+    def abort(self):
+        """Stop the running decode (from any thread); it raises AbortedError."""
+        self._abort = 1
+
+    def synchronize(self):
+        """Wait for pending asynchronous backend work to finish."""
+        self._ensure_alive()
+        with nogil:
+            c.llama_synchronize(self.ptr)
+
+    def warmup(self):
+        """Run an empty-ish decode so that the first real one is not slower."""
+        self._ensure_alive()
+        cdef LlamaBatch b = LlamaBatch(1)
+        bos = self.model.token_bos
+        b.add(bos if bos >= 0 else 0, 0, (0,), True)
+        self.decode(b)
+        c.llama_memory_clear(self.mem, True)
+        c.llama_perf_context_reset(self.ptr)
+
+    # ---- outputs: zero-copy views ---------------------------------------------------
+
+    @property
+    def n_outputs(self):
+        """Rows of outputs (logits or embeddings) the last decode produced."""
+        self._ensure_alive()
+        return self._n_outputs
+
+    def logits(self, int32_t i=-1):
+        """Logits of batch entry ``i`` (negative: counted from the last output).
+
+        A read-only ``(n_vocab,)`` float32 view of llama.cpp's buffer; see the class
+        docstring for how long its contents hold.
+        """
+        self._ensure_alive()
+        if self._n_outputs == 0:
+            raise IndexError("no logits: decode a batch with an output flag set first")
+        cdef float *ptr = c.llama_get_logits_ith(self.ptr, i)
+        if ptr == NULL:
+            raise IndexError(f"batch entry {i} has no logits (set its output flag)")
+        return array_view(self, ptr, b"f", sizeof(float), self.n_vocab, -1, True)
+
+    def all_logits(self):
+        """Logits of every output of the last decode: ``(n_outputs, n_vocab)`` view."""
+        self._ensure_alive()
+        if self._n_outputs == 0:
+            raise IndexError("no logits: decode a batch with an output flag set first")
+        cdef float *ptr = c.llama_get_logits(self.ptr)
+        if ptr == NULL:
+            raise IndexError("this context produced no logits")
+        return array_view(self, ptr, b"f", sizeof(float), self._n_outputs, self.n_vocab, True)
+
+    def embeddings(self, int32_t i=-1):
+        """Embedding of batch entry ``i`` (context created with ``embeddings=True``)."""
+        self._ensure_alive()
+        if self._n_outputs == 0:
+            raise IndexError("no embeddings: decode a batch first")
+        cdef float *ptr = c.llama_get_embeddings_ith(self.ptr, i)
+        if ptr == NULL:
+            raise IndexError(f"batch entry {i} has no embedding (embeddings=True, pooling 'none'?)")
+        return array_view(self, ptr, b"f", sizeof(float), self.n_embd, -1, True)
+
+    def sequence_embeddings(self, int32_t seq_id=0):
+        """Pooled embedding of a sequence (pooling other than ``none``)."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        if self._n_outputs == 0:
+            raise IndexError("no embeddings: decode a batch first")
+        cdef float *ptr = c.llama_get_embeddings_seq(self.ptr, seq_id)
+        if ptr == NULL:
+            raise IndexError(f"no pooled embedding for sequence {seq_id}")
+        pooling = c.llama_get_pooling_type(self.ptr)
+        n = self.model.n_cls_out if pooling == c.LLAMA_POOLING_TYPE_RANK else self.n_embd
+        return array_view(self, ptr, b"f", sizeof(float), max(n, 1), -1, True)
+
+    @property
+    def pooling_type(self):
+        self._ensure_alive()
+        return _POOLING_NAMES.get(c.llama_get_pooling_type(self.ptr), "unspecified")
+
+    # ---- settings ---------------------------------------------------------------
+
+    @property
+    def n_threads(self):
+        self._ensure_alive()
+        return c.llama_n_threads(self.ptr)
+
+    @property
+    def n_threads_batch(self):
+        self._ensure_alive()
+        return c.llama_n_threads_batch(self.ptr)
+
+    def set_n_threads(self, int32_t n_threads, n_threads_batch=None):
+        self._ensure_alive()
+        if n_threads < 1:
+            raise ValueError("n_threads must be >= 1")
+        c.llama_set_n_threads(self.ptr, n_threads, n_threads if n_threads_batch is None else n_threads_batch)
+
+    def set_embeddings(self, bint embeddings):
+        """Switch embedding extraction on or off for the next decodes."""
+        self._ensure_alive()
+        c.llama_set_embeddings(self.ptr, embeddings)
+        self._embeddings = embeddings
+
+    def set_causal_attn(self, bint causal):
+        self._ensure_alive()
+        c.llama_set_causal_attn(self.ptr, causal)
+
+    @property
+    def causal_attn(self):
+        self._ensure_alive()
+        return c.llama_get_causal_attn(self.ptr)
+
+    # ---- memory (KV cache) ----------------------------------------------------------
+
+    def clear(self, bint data=True):
+        """Empty the KV cache of every sequence."""
+        self._ensure_alive()
+        self._lock_acquire()
+        c.llama_memory_clear(self.mem, data)
+        self._lock_release()
+
+    def seq_rm(self, int seq_id, int p0=-1, int p1=-1):
+        """Remove positions ``[p0, p1)`` of a sequence (-1: all sequences / open end)."""
+        self._ensure_alive()
+        self._check_seq(seq_id, True)
+        self._lock_acquire()
+        ok = c.llama_memory_seq_rm(self.mem, seq_id, p0, p1)
+        self._lock_release()
+        return ok
+
+    def seq_cp(self, int src, int dst, int p0=-1, int p1=-1):
+        """Make positions ``[p0, p1)`` of ``src`` also belong to ``dst``."""
+        self._ensure_alive()
+        self._check_seq(src, False)
+        self._check_seq(dst, False)
+        self._lock_acquire()
+        c.llama_memory_seq_cp(self.mem, src, dst, p0, p1)
+        self._lock_release()
+
+    def seq_keep(self, int seq_id):
+        """Remove every sequence but ``seq_id``."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        self._lock_acquire()
+        c.llama_memory_seq_keep(self.mem, seq_id)
+        self._lock_release()
+
+    def seq_add(self, int seq_id, int p0, int p1, int delta):
+        """Shift positions ``[p0, p1)`` of a sequence by ``delta``."""
+        self._ensure_alive()
+        self._check_seq(seq_id, True)
+        if delta != 0 and not c.llama_memory_can_shift(self.mem):
+            raise LlamaError("this model's memory cannot shift positions")
+        self._lock_acquire()
+        c.llama_memory_seq_add(self.mem, seq_id, p0, p1, delta)
+        self._lock_release()
+
+    def seq_div(self, int seq_id, int p0, int p1, int d):
+        """Integer-divide positions ``[p0, p1)`` of a sequence by ``d``."""
+        self._ensure_alive()
+        self._check_seq(seq_id, True)
+        if d < 1:
+            raise ValueError("d must be >= 1")
+        if d != 1 and not c.llama_memory_can_shift(self.mem):
+            raise LlamaError("this model's memory cannot shift positions")
+        self._lock_acquire()
+        c.llama_memory_seq_div(self.mem, seq_id, p0, p1, d)
+        self._lock_release()
+
+    def seq_pos_min(self, int seq_id):
+        """Smallest position of a sequence in the cache, -1 if empty."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        return c.llama_memory_seq_pos_min(self.mem, seq_id)
+
+    def seq_pos_max(self, int seq_id):
+        """Largest position of a sequence in the cache, -1 if empty."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        return c.llama_memory_seq_pos_max(self.mem, seq_id)
+
+    @property
+    def can_shift(self):
+        self._ensure_alive()
+        return c.llama_memory_can_shift(self.mem)
+
+    # ---- state ------------------------------------------------------------------
+
+    def state_get_data(self):
+        """The whole context state (KV cache, outputs, RNG) as bytes."""
+        self._ensure_alive()
+        self._lock_acquire()
+        try:
+            size = c.llama_state_get_size(self.ptr)
+            buf = bytearray(size)
+            n = c.llama_state_get_data(self.ptr, <uint8_t *><char *>buf, size)
+        finally:
+            self._lock_release()
+        if n != size:
+            raise StateError(f"llama_state_get_data wrote {n} of {size} bytes")
+        return bytes(buf)
+
+    def state_set_data(self, data):
+        """Restore a state from :meth:`state_get_data` bytes."""
+        self._ensure_alive()
+        cdef const uint8_t[::1] src = memoryview(data).cast("B")
+        if src.shape[0] == 0:
+            raise StateError("empty state data")
+        self._lock_acquire()
+        try:
+            n = c.llama_state_set_data(self.ptr, &src[0], src.shape[0])
+        finally:
+            self._lock_release()
+        if n == 0:
+            raise StateError("state data rejected by llama.cpp (corrupt, or from another model/context size)")
+        self._n_outputs = 0
+        return n
+
+    def state_save_file(self, path, tokens=()):
+        """Save the state and the tokens it holds to a session file."""
+        self._ensure_alive()
+        cdef const int32_t[::1] toks = self.model._token_array(tokens)
+        cdef bytes bpath = os.fsencode(path)
+        self._lock_acquire()
+        try:
+            ok = c.llama_state_save_file(self.ptr, bpath, &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+        finally:
+            self._lock_release()
+        if not ok:
+            raise StateError(f"failed to save state to {os.fspath(path)!r}")
+
+    def state_load_file(self, path):
+        """Load a session file; returns the tokens saved with it."""
+        self._ensure_alive()
+        if not os.path.isfile(path):
+            raise StateError(f"state file not found: {os.fspath(path)!r}")
+        out = np.empty(self.n_ctx, dtype=np.int32)
+        cdef int32_t[::1] view = out
+        cdef size_t n = 0
+        cdef bytes bpath = os.fsencode(path)
+        self._lock_acquire()
+        try:
+            ok = c.llama_state_load_file(self.ptr, bpath, &view[0], self.n_ctx, &n)
+        finally:
+            self._lock_release()
+        if not ok:
+            raise StateError(f"failed to load state from {os.fspath(path)!r}")
+        self._n_outputs = 0
+        return out[:n].copy()
+
+    def state_seq_get_data(self, int seq_id):
+        """The state of one sequence as bytes."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        self._lock_acquire()
+        try:
+            size = c.llama_state_seq_get_size(self.ptr, seq_id)
+            buf = bytearray(size)
+            n = c.llama_state_seq_get_data(self.ptr, <uint8_t *><char *>buf, size, seq_id) if size else 0
+        finally:
+            self._lock_release()
+        if n != size:
+            raise StateError(f"llama_state_seq_get_data wrote {n} of {size} bytes")
+        return bytes(buf)
+
+    def state_seq_set_data(self, data, int seq_id):
+        """Restore one sequence's state into ``seq_id``."""
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        cdef const uint8_t[::1] src = memoryview(data).cast("B")
+        if src.shape[0] == 0:
+            raise StateError("empty state data")
+        self._lock_acquire()
+        try:
+            n = c.llama_state_seq_set_data(self.ptr, &src[0], src.shape[0], seq_id)
+        finally:
+            self._lock_release()
+        if n == 0:
+            raise StateError("sequence state rejected by llama.cpp")
+        return n
+
+    def state_seq_save_file(self, path, int seq_id, tokens=()):
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        cdef const int32_t[::1] toks = self.model._token_array(tokens)
+        cdef bytes bpath = os.fsencode(path)
+        self._lock_acquire()
+        try:
+            n = c.llama_state_seq_save_file(self.ptr, bpath, seq_id,
+                                            &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+        finally:
+            self._lock_release()
+        if n == 0:
+            raise StateError(f"failed to save sequence {seq_id} to {os.fspath(path)!r}")
+        return n
+
+    def state_seq_load_file(self, path, int seq_id):
+        self._ensure_alive()
+        self._check_seq(seq_id, False)
+        if not os.path.isfile(path):
+            raise StateError(f"state file not found: {os.fspath(path)!r}")
+        out = np.empty(self.n_ctx, dtype=np.int32)
+        cdef int32_t[::1] view = out
+        cdef size_t n = 0
+        cdef bytes bpath = os.fsencode(path)
+        self._lock_acquire()
+        try:
+            r = c.llama_state_seq_load_file(self.ptr, bpath, seq_id, &view[0], self.n_ctx, &n)
+        finally:
+            self._lock_release()
+        if r == 0:
+            raise StateError(f"failed to load sequence state from {os.fspath(path)!r}")
+        return out[:n].copy()
+
+    # ---- performance ------------------------------------------------------------
+
+    def perf(self):
+        """Timings and token counts since creation or the last ``perf_reset``."""
+        self._ensure_alive()
+        cdef c.llama_perf_context_data d = c.llama_perf_context(self.ptr)
+        return ContextPerf(d.t_start_ms, d.t_load_ms, d.t_p_eval_ms, d.t_eval_ms,
+                           d.n_p_eval, d.n_eval, d.n_reused)
+
+    def perf_reset(self):
+        self._ensure_alive()
+        c.llama_perf_context_reset(self.ptr)

@@ -1,0 +1,796 @@
+"""LlamaModel: a loaded GGUF model and its vocabulary (``llama_model`` + ``llama_vocab``)."""
+
+import os
+
+import numpy as np
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdbool cimport bool as cbool
+from libc.stdint cimport int32_t
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport strncpy
+
+from llama_cy._c cimport llama as c
+from llama_cy._c.ggml cimport (
+    ggml_tensor, ggml_nbytes, ggml_get_name, GGML_TYPE_F32,
+)
+from llama_cy._c.ggml_backend cimport ggml_backend_tensor_set, ggml_backend_dev_t
+from llama_cy._c.gguf cimport (
+    gguf_context, gguf_init_empty, gguf_free, gguf_set_val_u32, gguf_set_val_i32,
+    gguf_set_val_u64, gguf_set_val_i64, gguf_set_val_f32, gguf_set_val_f64,
+    gguf_set_val_bool, gguf_set_val_str, gguf_set_arr_data, gguf_set_arr_str, gguf_type,
+    GGUF_TYPE_UINT8, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16, GGUF_TYPE_UINT32,
+    GGUF_TYPE_INT32, GGUF_TYPE_FLOAT32, GGUF_TYPE_UINT64, GGUF_TYPE_INT64, GGUF_TYPE_FLOAT64,
+    GGUF_TYPE_BOOL,
+)
+from llama_cy._backend cimport Device
+
+from llama_cy.errors import ClosedError, InvalidTokenError, ModelLoadError
+
+cdef dict _SPLIT_MODES = {
+    "none": c.LLAMA_SPLIT_MODE_NONE,
+    "layer": c.LLAMA_SPLIT_MODE_LAYER,
+    "row": c.LLAMA_SPLIT_MODE_ROW,
+    "tensor": c.LLAMA_SPLIT_MODE_TENSOR,
+}
+cdef dict _ROPE_TYPES = {
+    c.LLAMA_ROPE_TYPE_NONE: "none",
+    c.LLAMA_ROPE_TYPE_NORM: "norm",
+    c.LLAMA_ROPE_TYPE_NEOX: "neox",
+    c.LLAMA_ROPE_TYPE_MROPE: "mrope",
+    c.LLAMA_ROPE_TYPE_IMROPE: "imrope",
+    c.LLAMA_ROPE_TYPE_VISION: "vision",
+}
+cdef dict _VOCAB_TYPES = {
+    c.LLAMA_VOCAB_TYPE_NONE: "none",
+    c.LLAMA_VOCAB_TYPE_SPM: "spm",
+    c.LLAMA_VOCAB_TYPE_BPE: "bpe",
+    c.LLAMA_VOCAB_TYPE_WPM: "wpm",
+    c.LLAMA_VOCAB_TYPE_UGM: "ugm",
+    c.LLAMA_VOCAB_TYPE_RWKV: "rwkv",
+    c.LLAMA_VOCAB_TYPE_PLAMO2: "plamo2",
+    c.LLAMA_VOCAB_TYPE_TEST: "test",
+}
+# numpy dtype -> GGUF array element type, for metadata given to from_metadata().
+cdef dict _GGUF_ARRAY_TYPES = {
+    np.dtype(np.uint8): GGUF_TYPE_UINT8, np.dtype(np.int8): GGUF_TYPE_INT8,
+    np.dtype(np.uint16): GGUF_TYPE_UINT16, np.dtype(np.int16): GGUF_TYPE_INT16,
+    np.dtype(np.uint32): GGUF_TYPE_UINT32, np.dtype(np.int32): GGUF_TYPE_INT32,
+    np.dtype(np.float32): GGUF_TYPE_FLOAT32, np.dtype(np.uint64): GGUF_TYPE_UINT64,
+    np.dtype(np.int64): GGUF_TYPE_INT64, np.dtype(np.float64): GGUF_TYPE_FLOAT64,
+    np.dtype(np.bool_): GGUF_TYPE_BOOL,
+}
+
+
+cdef class _Callback:
+    """A Python callable handed to C as user data; the exception it raised, if any."""
+    cdef object fn
+    cdef object error
+
+    def __cinit__(self, fn):
+        self.fn = fn
+        self.error = None
+
+
+cdef cbool _progress_trampoline(float progress, void *user_data) noexcept with gil:
+    cdef _Callback cb = <_Callback>user_data
+    try:
+        return cb.fn(progress) is not False
+    except BaseException as exc:
+        cb.error = exc
+        return False
+
+
+cdef void _set_tensor_trampoline(ggml_tensor *tensor, void *user_data) noexcept with gil:
+    cdef _Callback cb = <_Callback>user_data
+    if cb.error is not None:
+        return
+    cdef size_t nbytes = ggml_nbytes(tensor)
+    try:
+        if tensor.type == GGML_TYPE_F32:
+            shape = tuple(tensor.ne[i] for i in range(3, -1, -1) if i == 0 or tensor.ne[i] > 1)
+            data = np.zeros(shape, dtype=np.float32)
+        else:
+            data = np.zeros(nbytes, dtype=np.uint8)
+        cb.fn(ggml_get_name(tensor).decode(), data)
+        data = np.ascontiguousarray(data, dtype=data.dtype)
+        if data.nbytes != nbytes:
+            raise ValueError(f"tensor {ggml_get_name(tensor).decode()}: {data.nbytes} bytes, expected {nbytes}")
+        _tensor_set(tensor, data)
+    except BaseException as exc:
+        cb.error = exc
+
+
+cdef void _tensor_set(ggml_tensor *tensor, data):
+    cdef const unsigned char[::1] raw = data.reshape(-1).view(np.uint8)
+    # ggml_backend_tensor_set copies into whatever buffer holds the tensor (host or device).
+    ggml_backend_tensor_set(tensor, &raw[0], 0, raw.shape[0])
+
+
+cdef c.llama_model_params _model_params(
+    int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
+    bint vocab_only, bint check_tensors,
+) except *:
+    cdef c.llama_model_params p = c.llama_model_default_params()
+    p.n_gpu_layers = n_gpu_layers
+    try:
+        p.split_mode = _SPLIT_MODES[split_mode]
+    except KeyError:
+        raise ValueError(f"unknown split_mode {split_mode!r}; expected one of {sorted(_SPLIT_MODES)}") from None
+    p.main_gpu = main_gpu
+    if use_mmap and use_mlock:
+        p.load_mode = c.LLAMA_LOAD_MODE_MMAP_MLOCK
+    elif use_mmap:
+        p.load_mode = c.LLAMA_LOAD_MODE_MMAP
+    elif use_mlock:
+        p.load_mode = c.LLAMA_LOAD_MODE_MLOCK
+    else:
+        p.load_mode = c.LLAMA_LOAD_MODE_NONE
+    p.vocab_only = vocab_only
+    p.check_tensors = check_tensors
+    return p
+
+
+cdef class _LoadBuffers:
+    """C arrays that llama_model_params points to; they live until the load returns."""
+    cdef c.llama_model_kv_override *kv
+    cdef float *tensor_split
+    cdef ggml_backend_dev_t *devices
+
+    def __dealloc__(self):
+        free(self.kv)
+        free(self.tensor_split)
+        free(self.devices)
+
+    cdef int fill(self, c.llama_model_params *p, kv_overrides, tensor_split, devices) except -1:
+        cdef Py_ssize_t i
+        cdef c.llama_model_kv_override *o
+        if kv_overrides:
+            # One zeroed entry more: llama.cpp stops at the first empty key.
+            self.kv = <c.llama_model_kv_override *>calloc(len(kv_overrides) + 1, sizeof(c.llama_model_kv_override))
+            for i, (key, value) in enumerate(kv_overrides.items()):
+                o = &self.kv[i]
+                bkey = key.encode()
+                if not 0 < len(bkey) < 128:
+                    raise ValueError(f"kv_overrides key {key!r} must be 1 to 127 bytes")
+                strncpy(o.key, bkey, 127)
+                if isinstance(value, bool):
+                    o.tag, o.val_bool = c.LLAMA_KV_OVERRIDE_TYPE_BOOL, value
+                elif isinstance(value, int):
+                    o.tag, o.val_i64 = c.LLAMA_KV_OVERRIDE_TYPE_INT, value
+                elif isinstance(value, float):
+                    o.tag, o.val_f64 = c.LLAMA_KV_OVERRIDE_TYPE_FLOAT, value
+                elif isinstance(value, str):
+                    bval = value.encode()
+                    if len(bval) >= 128:
+                        raise ValueError(f"kv_overrides[{key!r}]: strings are limited to 127 bytes")
+                    o.tag = c.LLAMA_KV_OVERRIDE_TYPE_STR
+                    strncpy(o.val_str, bval, 127)
+                else:
+                    raise TypeError(f"kv_overrides[{key!r}] must be bool, int, float or str")
+            p.kv_overrides = self.kv
+        if tensor_split is not None:
+            n = c.llama_max_devices()
+            if len(tensor_split) > n:
+                raise ValueError(f"tensor_split has {len(tensor_split)} entries; at most {n} devices")
+            self.tensor_split = <float *>calloc(n, sizeof(float))
+            for i, x in enumerate(tensor_split):
+                self.tensor_split[i] = x
+            p.tensor_split = self.tensor_split
+        if devices is not None:
+            self.devices = <ggml_backend_dev_t *>calloc(len(devices) + 1, sizeof(ggml_backend_dev_t))
+            for i, d in enumerate(devices):
+                if not isinstance(d, Device):
+                    raise TypeError("devices must be llama_cy.Device objects (from llama_cy.devices())")
+                self.devices[i] = (<Device>d).dev
+            p.devices = self.devices
+        return 0
+
+
+cdef _fill_gguf(gguf_context *g, dict metadata):
+    cdef const char **strs
+    cdef const unsigned char[::1] raw
+    for key, value in metadata.items():
+        bkey = key.encode()
+        if isinstance(value, (bool, np.bool_)):
+            gguf_set_val_bool(g, bkey, bool(value))
+        elif isinstance(value, str):
+            gguf_set_val_str(g, bkey, value.encode())
+        elif isinstance(value, np.generic):
+            _set_scalar(g, bkey, value)
+        elif isinstance(value, int):
+            # llama.cpp reads most hyperparameters as uint32.
+            if 0 <= value < 2**32:
+                gguf_set_val_u32(g, bkey, value)
+            elif value >= 0:
+                gguf_set_val_u64(g, bkey, value)
+            elif value >= -2**31:
+                gguf_set_val_i32(g, bkey, value)
+            else:
+                gguf_set_val_i64(g, bkey, value)
+        elif isinstance(value, float):
+            gguf_set_val_f32(g, bkey, value)
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            encoded = [v.encode() for v in value]
+            strs = <const char **>malloc(max(1, len(encoded)) * sizeof(char *))
+            try:
+                for i, b in enumerate(encoded):
+                    strs[i] = b
+                gguf_set_arr_str(g, bkey, strs, len(encoded))
+            finally:
+                free(strs)
+        else:
+            arr = np.ascontiguousarray(value)
+            if arr.dtype == np.int64 and isinstance(value, (list, tuple)):
+                arr = arr.astype(np.int32)
+            elif arr.dtype == np.float64 and isinstance(value, (list, tuple)):
+                arr = arr.astype(np.float32)
+            try:
+                t = _GGUF_ARRAY_TYPES[arr.dtype]
+            except KeyError:
+                raise TypeError(f"metadata[{key!r}]: unsupported type {type(value).__name__}") from None
+            raw = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(1, np.uint8)
+            gguf_set_arr_data(g, bkey, t, &raw[0], arr.size)
+
+
+cdef _set_scalar(gguf_context *g, bytes bkey, value):
+    dt = value.dtype
+    if dt == np.uint32:
+        gguf_set_val_u32(g, bkey, value)
+    elif dt == np.int32:
+        gguf_set_val_i32(g, bkey, value)
+    elif dt == np.uint64:
+        gguf_set_val_u64(g, bkey, value)
+    elif dt == np.int64:
+        gguf_set_val_i64(g, bkey, value)
+    elif dt == np.float32:
+        gguf_set_val_f32(g, bkey, value)
+    elif dt == np.float64:
+        gguf_set_val_f64(g, bkey, value)
+    else:
+        raise TypeError(f"metadata scalar of dtype {dt} is not supported")
+
+
+cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, size_t) noexcept nogil,
+                   const c.llama_model *model, int32_t i):
+    cdef char small[256]
+    cdef int32_t n = getter(model, i, small, sizeof(small))
+    if n < 0:
+        return None
+    if n < <int32_t>sizeof(small):
+        return small[:n].decode("utf-8", "replace")
+    cdef char *big = <char *>malloc(n + 1)
+    try:
+        getter(model, i, big, n + 1)
+        return big[:n].decode("utf-8", "replace")
+    finally:
+        free(big)
+
+
+cdef class LlamaModel:
+    """A GGUF model loaded by llama.cpp, with its vocabulary.
+
+    Create one with :meth:`load`, :meth:`load_splits` or :meth:`from_metadata`. A model
+    is immutable once loaded and may be shared by many contexts on many threads.
+    ``close()`` (or leaving a ``with`` block) releases it; the memory is freed once the
+    last context or adapter using it is gone.
+    """
+
+    def __cinit__(self):
+        self.ptr = NULL
+        self.vocab = NULL
+        self._n_children = 0
+        self._closed = True
+
+    def __init__(self):
+        raise TypeError("use LlamaModel.load(path, ...) or LlamaModel.from_metadata(...)")
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            c.llama_model_free(self.ptr)
+            self.ptr = NULL
+
+    cdef void _free(self) noexcept:
+        self._closed = True
+        if self.ptr != NULL and self._n_children == 0:
+            c.llama_model_free(self.ptr)
+            self.ptr = NULL
+            self.vocab = NULL
+
+    cdef void _acquire(self) noexcept:
+        self._n_children += 1
+
+    cdef void _release(self) noexcept:
+        self._n_children -= 1
+        if self._closed:
+            self._free()
+
+    cdef int _ensure_alive(self) except -1:
+        if self._closed:
+            raise ClosedError("the model is closed")
+        return 0
+
+    cdef int _check_token(self, llama_token token) except -1:
+        if token < 0 or token >= self.n_vocab:
+            raise InvalidTokenError(f"token {token} is out of range [0, {self.n_vocab})")
+        return 0
+
+    @staticmethod
+    cdef LlamaModel _wrap(c.llama_model *ptr, path):
+        cdef LlamaModel m = LlamaModel.__new__(LlamaModel)
+        m.ptr = ptr
+        m.vocab = c.llama_model_get_vocab(ptr)
+        m.n_vocab = c.llama_vocab_n_tokens(m.vocab)
+        m.path = path
+        m._closed = False
+        return m
+
+    @staticmethod
+    def load(path, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
+             tensor_split=None, bint use_mmap=True, bint use_mlock=False,
+             bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
+             devices=None, progress=None):
+        """Load a GGUF file (or the first file of a ``-00001-of-0000N.gguf`` split set).
+
+        ``progress(fraction) -> bool | None`` is called during the load; returning
+        ``False`` cancels it. Raises :class:`~llama_cy.errors.ModelLoadError` for a missing,
+        empty, corrupt or truncated file, or a cancelled load.
+        """
+        return LlamaModel._load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
+                                use_mmap, use_mlock, vocab_only, check_tensors,
+                                kv_overrides, devices, progress)
+
+    @staticmethod
+    def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
+                    tensor_split=None, bint use_mmap=True, bint use_mlock=False,
+                    bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
+                    devices=None, progress=None):
+        """Load a model split over several files with any naming, given in order."""
+        paths = list(paths)
+        if not paths:
+            raise ValueError("load_splits needs at least one path")
+        return LlamaModel._load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
+                                use_mmap, use_mlock, vocab_only, check_tensors,
+                                kv_overrides, devices, progress)
+
+    @staticmethod
+    def _load(list paths, int n_gpu_layers, str split_mode, int main_gpu, tensor_split,
+              bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
+              kv_overrides, devices, progress):
+        for p in paths:
+            if not os.path.isfile(p):
+                raise ModelLoadError(f"model file not found: {os.fspath(p)!r}")
+            if os.path.getsize(p) == 0:
+                raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
+        cdef c.llama_model_params params = _model_params(
+            n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors)
+        cdef _LoadBuffers buffers = _LoadBuffers()
+        buffers.fill(&params, kv_overrides, tensor_split, devices)
+        cdef _Callback cb = None
+        if progress is not None:
+            cb = _Callback(progress)
+            params.progress_callback = <c.llama_progress_callback>_progress_trampoline
+            params.progress_callback_user_data = <void *>cb
+        encoded = [os.fsencode(p) for p in paths]
+        cdef const char **cpaths = <const char **>malloc(len(encoded) * sizeof(char *))
+        cdef size_t n = len(encoded)
+        cdef c.llama_model *ptr
+        for i, b in enumerate(encoded):
+            cpaths[i] = b
+        try:
+            with nogil:
+                if n == 1:
+                    ptr = c.llama_model_load_from_file(cpaths[0], params)
+                else:
+                    ptr = c.llama_model_load_from_splits(cpaths, n, params)
+        finally:
+            free(cpaths)
+        if cb is not None and cb.error is not None:
+            if ptr != NULL:
+                c.llama_model_free(ptr)
+            raise cb.error
+        if ptr == NULL:
+            what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
+            raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "
+                                 "(llama.cpp's log, logger 'llama_cy', has the details)")
+        return LlamaModel._wrap(ptr, os.fspath(paths[0]))
+
+    @staticmethod
+    def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,
+                      str split_mode="layer", int main_gpu=0, devices=None):
+        """Build a model in memory from GGUF metadata (``llama_model_init_from_user``).
+
+        ``metadata`` maps GGUF keys to values (``general.architecture``, hyperparameters,
+        ``tokenizer.*``); Python ints become uint32 (int32 when negative), floats float32,
+        lists of str string arrays, NumPy arrays and scalars keep their dtype.
+        ``set_tensor_data(name, array)`` fills each weight in place: a float32 array in
+        GGUF's (reversed) shape for F32 tensors, raw bytes otherwise.
+        """
+        cdef c.llama_model_params params = _model_params(
+            n_gpu_layers, split_mode, main_gpu, False, False, False, False)
+        cdef _LoadBuffers buffers = _LoadBuffers()
+        buffers.fill(&params, None, None, devices)
+        cdef _Callback cb = _Callback(set_tensor_data)
+        cdef gguf_context *g = gguf_init_empty()
+        cdef c.llama_model *ptr = NULL
+        try:
+            _fill_gguf(g, metadata)
+            # The callback needs the GIL for every tensor: no point releasing it here.
+            ptr = c.llama_model_init_from_user(g, _set_tensor_trampoline, <void *>cb, params)
+        finally:
+            gguf_free(g)
+        if cb.error is not None:
+            if ptr != NULL:
+                c.llama_model_free(ptr)
+            raise cb.error
+        if ptr == NULL:
+            raise ModelLoadError("llama_model_init_from_user failed (see the 'llama_cy' log)")
+        return LlamaModel._wrap(ptr, None)
+
+    def close(self):
+        """Release the model; contexts still using it keep it alive until they close."""
+        self._free()
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def __enter__(self):
+        self._ensure_alive()
+        return self
+
+    def __exit__(self, *exc):
+        self._free()
+
+    def __repr__(self):
+        if self._closed:
+            return "<LlamaModel closed>"
+        return f"<LlamaModel {self.desc!r} n_vocab={self.n_vocab} path={self.path!r}>"
+
+    def save(self, path):
+        """Write the model to a GGUF file."""
+        self._ensure_alive()
+        cdef bytes bpath = os.fsencode(path)
+        cdef const char *cpath = bpath
+        with nogil:
+            c.llama_model_save_to_file(self.ptr, cpath)
+
+    # ---- description ------------------------------------------------------------
+
+    @property
+    def metadata(self):
+        """Every GGUF key/value of the model as strings (arrays are summarised by llama.cpp)."""
+        self._ensure_alive()
+        cdef int32_t i
+        return {
+            _read_str(c.llama_model_meta_key_by_index, self.ptr, i):
+            _read_str(c.llama_model_meta_val_str_by_index, self.ptr, i)
+            for i in range(c.llama_model_meta_count(self.ptr))
+        }
+
+    def meta_val(self, str key):
+        """One metadata value as a string, or ``None`` when the key is absent."""
+        self._ensure_alive()
+        cdef bytes bkey = key.encode()
+        cdef char small[256]
+        cdef int32_t n = c.llama_model_meta_val_str(self.ptr, bkey, small, sizeof(small))
+        if n < 0:
+            return None
+        if n < <int32_t>sizeof(small):
+            return small[:n].decode("utf-8", "replace")
+        buf = bytearray(n + 1)
+        c.llama_model_meta_val_str(self.ptr, bkey, buf, n + 1)
+        return bytes(buf[:n]).decode("utf-8", "replace")
+
+    @property
+    def desc(self):
+        """llama.cpp's one-line description: architecture, size, quantisation."""
+        self._ensure_alive()
+        cdef char buf[256]
+        cdef int32_t n = c.llama_model_desc(self.ptr, buf, sizeof(buf))
+        return buf[:max(0, min(n, 255))].decode("utf-8", "replace")
+
+    @property
+    def size(self):
+        """Total size of the weights in bytes."""
+        self._ensure_alive()
+        return c.llama_model_size(self.ptr)
+
+    @property
+    def n_params(self):
+        self._ensure_alive()
+        return c.llama_model_n_params(self.ptr)
+
+    @property
+    def n_ctx_train(self):
+        self._ensure_alive()
+        return c.llama_model_n_ctx_train(self.ptr)
+
+    @property
+    def n_embd(self):
+        self._ensure_alive()
+        return c.llama_model_n_embd(self.ptr)
+
+    @property
+    def n_embd_out(self):
+        self._ensure_alive()
+        return c.llama_model_n_embd_out(self.ptr)
+
+    @property
+    def n_layer(self):
+        self._ensure_alive()
+        return c.llama_model_n_layer(self.ptr)
+
+    @property
+    def n_head(self):
+        self._ensure_alive()
+        return c.llama_model_n_head(self.ptr)
+
+    @property
+    def n_head_kv(self):
+        self._ensure_alive()
+        return c.llama_model_n_head_kv(self.ptr)
+
+    @property
+    def n_swa(self):
+        self._ensure_alive()
+        return c.llama_model_n_swa(self.ptr)
+
+    @property
+    def n_cls_out(self):
+        self._ensure_alive()
+        return c.llama_model_n_cls_out(self.ptr)
+
+    @property
+    def rope_type(self):
+        """``none``, ``norm``, ``neox``, ``mrope``, ``imrope`` or ``vision``."""
+        self._ensure_alive()
+        return _ROPE_TYPES.get(c.llama_model_rope_type(self.ptr), "unknown")
+
+    @property
+    def rope_freq_scale_train(self):
+        self._ensure_alive()
+        return c.llama_model_rope_freq_scale_train(self.ptr)
+
+    @property
+    def has_encoder(self):
+        self._ensure_alive()
+        return c.llama_model_has_encoder(self.ptr)
+
+    @property
+    def has_decoder(self):
+        self._ensure_alive()
+        return c.llama_model_has_decoder(self.ptr)
+
+    @property
+    def decoder_start_token(self):
+        self._ensure_alive()
+        return c.llama_model_decoder_start_token(self.ptr)
+
+    @property
+    def is_recurrent(self):
+        self._ensure_alive()
+        return c.llama_model_is_recurrent(self.ptr)
+
+    @property
+    def is_hybrid(self):
+        self._ensure_alive()
+        return c.llama_model_is_hybrid(self.ptr)
+
+    @property
+    def is_diffusion(self):
+        self._ensure_alive()
+        return c.llama_model_is_diffusion(self.ptr)
+
+    def chat_template(self, name=None):
+        """The model's chat template (Jinja source), a named one, or ``None``."""
+        self._ensure_alive()
+        cdef bytes bname
+        cdef const char *tmpl
+        if name is None:
+            tmpl = c.llama_model_chat_template(self.ptr, NULL)
+        else:
+            bname = name.encode()
+            tmpl = c.llama_model_chat_template(self.ptr, bname)
+        return None if tmpl == NULL else tmpl.decode("utf-8", "replace")
+
+    # ---- vocabulary -------------------------------------------------------------
+
+    @property
+    def vocab_type(self):
+        """``spm``, ``bpe``, ``wpm``, ``ugm``, ``rwkv``, ``plamo2``, ``test`` or ``none``."""
+        self._ensure_alive()
+        return _VOCAB_TYPES.get(c.llama_vocab_get_type(self.vocab), "unknown")
+
+    def tokenize(self, text, *, bint add_special=True, bint parse_special=False):
+        """Tokens of ``text`` (str or UTF-8 bytes) as an int32 NumPy array."""
+        self._ensure_alive()
+        cdef bytes data = text.encode() if isinstance(text, str) else bytes(text)
+        cdef const char *ptr = data
+        cdef int32_t n_text = len(data)
+        # A token covers at least one byte, plus the specials llama.cpp may add.
+        cdef int32_t cap = n_text + 8
+        out = np.empty(cap, dtype=np.int32)
+        cdef int32_t[::1] view = out
+        cdef int32_t n
+        with nogil:
+            n = c.llama_tokenize(self.vocab, ptr, n_text, &view[0], cap, add_special, parse_special)
+        if n < 0:
+            if n == -2147483648:
+                raise OverflowError("tokenization result exceeds int32")
+            cap = -n
+            out = np.empty(cap, dtype=np.int32)
+            view = out
+            with nogil:
+                n = c.llama_tokenize(self.vocab, ptr, n_text, &view[0], cap, add_special, parse_special)
+        return out[:n].copy() if n < cap // 2 else out[:n]
+
+    def token_to_piece(self, llama_token token, *, bint special=False, int32_t lstrip=0):
+        """The bytes of one token (a piece may be part of a UTF-8 character)."""
+        self._ensure_alive()
+        self._check_token(token)
+        cdef char small[64]
+        cdef int32_t n = c.llama_token_to_piece(self.vocab, token, small, sizeof(small), lstrip, special)
+        if n >= 0:
+            return PyBytes_FromStringAndSize(small, n)
+        buf = bytearray(-n)
+        n = c.llama_token_to_piece(self.vocab, token, buf, len(buf), lstrip, special)
+        return bytes(buf[:n])
+
+    def detokenize(self, tokens, *, bint remove_special=False, bint unparse_special=False):
+        """Text of a token sequence (invalid UTF-8 is replaced)."""
+        self._ensure_alive()
+        cdef int32_t[::1] toks = self._token_array(tokens)
+        cdef int32_t n_tok = toks.shape[0]
+        cdef const int32_t *tp = &toks[0] if n_tok else NULL
+        cdef int32_t cap = n_tok * 8 + 16
+        buf = bytearray(cap)
+        cdef char *out = buf
+        cdef int32_t n
+        with nogil:
+            n = c.llama_detokenize(self.vocab, tp, n_tok, out, cap, remove_special, unparse_special)
+        if n < 0:
+            cap = -n
+            buf = bytearray(cap)
+            out = buf
+            with nogil:
+                n = c.llama_detokenize(self.vocab, tp, n_tok, out, cap, remove_special, unparse_special)
+        return bytes(buf[:n]).decode("utf-8", "replace")
+
+    cdef int32_t[::1] _token_array(self, tokens):
+        """Tokens as a contiguous int32 array, every id checked against the vocabulary."""
+        arr = np.asarray(tokens)
+        if arr.ndim != 1:
+            raise ValueError("tokens must be a one-dimensional sequence of ints")
+        if arr.size:
+            if arr.dtype.kind not in "iu":
+                raise TypeError(f"tokens must be integers, not {arr.dtype}")
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= self.n_vocab:
+                raise InvalidTokenError(
+                    f"token {lo if lo < 0 else hi} is out of range [0, {self.n_vocab})")
+        return np.ascontiguousarray(arr, dtype=np.int32)
+
+    def token_text(self, llama_token token):
+        """The token's text as stored in the vocabulary."""
+        self._ensure_alive()
+        self._check_token(token)
+        return c.llama_vocab_get_text(self.vocab, token).decode("utf-8", "replace")
+
+    def token_score(self, llama_token token):
+        self._ensure_alive()
+        self._check_token(token)
+        return c.llama_vocab_get_score(self.vocab, token)
+
+    def token_attr(self, llama_token token):
+        """The ``llama_token_attr`` bit flags of a token (see :data:`TOKEN_ATTRS`)."""
+        self._ensure_alive()
+        self._check_token(token)
+        return <int>c.llama_vocab_get_attr(self.vocab, token)
+
+    def is_eog(self, llama_token token):
+        """Whether the token ends generation (EOS, EOT, ...)."""
+        self._ensure_alive()
+        self._check_token(token)
+        return c.llama_vocab_is_eog(self.vocab, token)
+
+    def is_control(self, llama_token token):
+        self._ensure_alive()
+        self._check_token(token)
+        return c.llama_vocab_is_control(self.vocab, token)
+
+    @property
+    def add_bos(self):
+        self._ensure_alive()
+        return c.llama_vocab_get_add_bos(self.vocab)
+
+    @property
+    def add_eos(self):
+        self._ensure_alive()
+        return c.llama_vocab_get_add_eos(self.vocab)
+
+    @property
+    def add_sep(self):
+        self._ensure_alive()
+        return c.llama_vocab_get_add_sep(self.vocab)
+
+    # Special tokens: -1 (LLAMA_TOKEN_NULL) where the vocabulary has none.
+    @property
+    def token_bos(self):
+        self._ensure_alive()
+        return c.llama_vocab_bos(self.vocab)
+
+    @property
+    def token_eos(self):
+        self._ensure_alive()
+        return c.llama_vocab_eos(self.vocab)
+
+    @property
+    def token_eot(self):
+        self._ensure_alive()
+        return c.llama_vocab_eot(self.vocab)
+
+    @property
+    def token_sep(self):
+        self._ensure_alive()
+        return c.llama_vocab_sep(self.vocab)
+
+    @property
+    def token_nl(self):
+        self._ensure_alive()
+        return c.llama_vocab_nl(self.vocab)
+
+    @property
+    def token_pad(self):
+        self._ensure_alive()
+        return c.llama_vocab_pad(self.vocab)
+
+    @property
+    def token_mask(self):
+        self._ensure_alive()
+        return c.llama_vocab_mask(self.vocab)
+
+    @property
+    def token_fim_pre(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_pre(self.vocab)
+
+    @property
+    def token_fim_suf(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_suf(self.vocab)
+
+    @property
+    def token_fim_mid(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_mid(self.vocab)
+
+    @property
+    def token_fim_pad(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_pad(self.vocab)
+
+    @property
+    def token_fim_rep(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_rep(self.vocab)
+
+    @property
+    def token_fim_sep(self):
+        self._ensure_alive()
+        return c.llama_vocab_fim_sep(self.vocab)
+
+
+TOKEN_ATTRS = {
+    "undefined": c.LLAMA_TOKEN_ATTR_UNDEFINED,
+    "unknown": c.LLAMA_TOKEN_ATTR_UNKNOWN,
+    "unused": c.LLAMA_TOKEN_ATTR_UNUSED,
+    "normal": c.LLAMA_TOKEN_ATTR_NORMAL,
+    "control": c.LLAMA_TOKEN_ATTR_CONTROL,
+    "user_defined": c.LLAMA_TOKEN_ATTR_USER_DEFINED,
+    "byte": c.LLAMA_TOKEN_ATTR_BYTE,
+    "normalized": c.LLAMA_TOKEN_ATTR_NORMALIZED,
+    "lstrip": c.LLAMA_TOKEN_ATTR_LSTRIP,
+    "rstrip": c.LLAMA_TOKEN_ATTR_RSTRIP,
+    "single_word": c.LLAMA_TOKEN_ATTR_SINGLE_WORD,
+}

@@ -1,0 +1,442 @@
+"""LlamaSampler: llama.cpp's samplers and chains, and Python samplers inside them."""
+
+import numpy as np
+
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from libc.stdint cimport int32_t, uint32_t
+from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
+
+from llama_cy._c cimport llama as c
+from llama_cy._c.llama cimport llama_token, llama_token_data, llama_token_data_array
+from llama_cy._context cimport LlamaContext
+from llama_cy._model cimport LlamaModel
+
+from llama_cy.errors import ClosedError, GrammarError, LlamaError
+from llama_cy.perf import SamplerPerf
+
+# The candidates as NumPy sees them: llama_token_data {int32 id; float logit; float p}.
+CANDIDATE_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+cdef class _PythonSampler:
+    """The state behind a Python sampler in a native chain."""
+    cdef object obj
+    cdef bytes name
+    cdef object error
+
+
+cdef _PythonSampler _py(const c.llama_sampler *smpl):
+    return <_PythonSampler>smpl.ctx
+
+
+cdef object _candidates_view(llama_token_data_array *cur_p):
+    if cur_p.size == 0:
+        return np.empty(0, dtype=CANDIDATE_DTYPE)
+    cdef char[::1] raw = <char[:cur_p.size * sizeof(llama_token_data)]><char *>cur_p.data
+    return np.frombuffer(raw, dtype=CANDIDATE_DTYPE)
+
+
+cdef const char *_py_name(const c.llama_sampler *smpl) noexcept with gil:
+    return _py(smpl).name
+
+
+cdef void _py_accept(c.llama_sampler *smpl, llama_token token) noexcept with gil:
+    cdef _PythonSampler s = _py(smpl)
+    accept = getattr(s.obj, "accept", None)
+    if accept is None or s.error is not None:
+        return
+    try:
+        accept(token)
+    except BaseException as exc:
+        s.error = exc
+
+
+cdef void _py_apply(c.llama_sampler *smpl, llama_token_data_array *cur_p) noexcept with gil:
+    cdef _PythonSampler s = _py(smpl)
+    if s.error is not None:
+        return
+    try:
+        # The view is only valid during this call: the candidates live in llama.cpp.
+        selected = s.obj.apply(_candidates_view(cur_p))
+        if selected is not None:
+            if not 0 <= selected < <long>cur_p.size:
+                raise IndexError(f"{s.name.decode()}: selected index {selected} not in [0, {cur_p.size})")
+            cur_p.selected = selected
+    except BaseException as exc:
+        s.error = exc
+
+
+cdef void _py_reset(c.llama_sampler *smpl) noexcept with gil:
+    cdef _PythonSampler s = _py(smpl)
+    reset = getattr(s.obj, "reset", None)
+    if reset is not None:
+        try:
+            reset()
+        except BaseException as exc:
+            s.error = exc
+
+
+cdef c.llama_sampler *_py_clone(const c.llama_sampler *smpl) noexcept with gil:
+    # A clone shares the Python object: Python samplers carry their own state.
+    cdef _PythonSampler s = _py(smpl)
+    Py_INCREF(s)
+    return c.llama_sampler_init(&_PY_IFACE, <void *>s)
+
+
+cdef void _py_free(c.llama_sampler *smpl) noexcept with gil:
+    Py_DECREF(<object>smpl.ctx)
+
+
+cdef c.llama_sampler_i _PY_IFACE
+memset(&_PY_IFACE, 0, sizeof(_PY_IFACE))
+_PY_IFACE.name = _py_name
+_PY_IFACE.accept = _py_accept
+_PY_IFACE.apply = _py_apply
+_PY_IFACE.reset = _py_reset
+_PY_IFACE.clone = _py_clone
+_PY_IFACE.free = _py_free
+
+
+cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
+    if ptr == NULL:
+        raise LlamaError("llama.cpp could not create the sampler (invalid parameters?)")
+    cdef LlamaSampler s = LlamaSampler.__new__(LlamaSampler)
+    s.ptr = ptr
+    s._closed = False
+    s._python = python if python is not None else []
+    return s
+
+
+cdef class LlamaSampler:
+    """A llama.cpp sampler, or a chain of them (``LlamaSampler.chain([...])``).
+
+    ``sample(ctx, i)`` picks a token from the logits of batch entry ``i`` and, like
+    ``llama_sampler_sample``, accepts it (updating penalties, grammar, mirostat state).
+    Samplers given to ``chain`` move into it and cannot be used on their own afterwards.
+    """
+
+    def __cinit__(self):
+        self.ptr = NULL
+        self._closed = True
+        self._cur = NULL
+        self._cur_cap = 0
+
+    def __init__(self):
+        raise TypeError("use a constructor such as LlamaSampler.greedy() or LlamaSampler.chain([...])")
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            c.llama_sampler_free(self.ptr)
+        free(self._cur)
+
+    cdef void _free(self) noexcept:
+        self._closed = True
+        if self.ptr != NULL:
+            c.llama_sampler_free(self.ptr)
+            self.ptr = NULL
+
+    cdef int _ensure_alive(self) except -1:
+        if self._closed:
+            raise ClosedError("the sampler is closed (or was moved into a chain)")
+        return 0
+
+    cdef int _raise_pending(self) except -1:
+        cdef _PythonSampler s
+        for s in self._python:
+            if s.error is not None:
+                exc, s.error = s.error, None
+                raise exc
+        return 0
+
+    def close(self):
+        self._free()
+
+    def __enter__(self):
+        self._ensure_alive()
+        return self
+
+    def __exit__(self, *exc):
+        self._free()
+
+    def __repr__(self):
+        return "<LlamaSampler closed>" if self._closed else f"<LlamaSampler {self.name!r}>"
+
+    # ---- use ----------------------------------------------------------------------
+
+    def sample(self, LlamaContext ctx not None, int32_t idx=-1, *, bint accept=True):
+        """Pick a token from the logits of batch entry ``idx`` (and accept it)."""
+        self._ensure_alive()
+        ctx._ensure_alive()
+        cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
+        if logits == NULL:
+            raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
+        cdef int32_t n = ctx.n_vocab, i
+        if self._cur_cap < n:
+            self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
+            if self._cur == NULL:
+                self._cur_cap = 0
+                raise MemoryError()
+            self._cur_cap = n
+        cdef llama_token_data_array cur_p
+        with nogil:
+            for i in range(n):
+                self._cur[i].id = i
+                self._cur[i].logit = logits[i]
+                self._cur[i].p = 0.0
+            cur_p.data = self._cur
+            cur_p.size = n
+            cur_p.selected = -1
+            cur_p.sorted = False
+        if self._python:
+            c.llama_sampler_apply(self.ptr, &cur_p)
+            self._raise_pending()
+        else:
+            with nogil:
+                c.llama_sampler_apply(self.ptr, &cur_p)
+        if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
+            raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
+                             "greedy(), dist(), mirostat() or mirostat_v2()")
+        cdef llama_token token = cur_p.data[cur_p.selected].id
+        if accept:
+            c.llama_sampler_accept(self.ptr, token)
+            self._raise_pending()
+        return token
+
+    def accept(self, llama_token token):
+        """Tell the sampler which token was chosen (penalties, grammar, mirostat)."""
+        self._ensure_alive()
+        c.llama_sampler_accept(self.ptr, token)
+        self._raise_pending()
+
+    def apply(self, candidates):
+        """Apply to a ``CANDIDATE_DTYPE`` array in place; returns ``(size, selected)``.
+
+        Samplers may reorder the array and shrink the valid prefix to ``size``;
+        ``selected`` is an index into it, or -1.
+        """
+        self._ensure_alive()
+        if not isinstance(candidates, np.ndarray) or candidates.dtype != CANDIDATE_DTYPE:
+            raise TypeError("candidates must be a NumPy array of llama_cy.CANDIDATE_DTYPE")
+        if not candidates.flags.c_contiguous or not candidates.flags.writeable:
+            raise ValueError("candidates must be C-contiguous and writable")
+        cdef unsigned char[::1] raw = candidates.view(np.uint8)
+        cdef llama_token_data_array cur_p
+        cur_p.data = <llama_token_data *>&raw[0] if raw.shape[0] else NULL
+        cur_p.size = candidates.shape[0]
+        cur_p.selected = -1
+        cur_p.sorted = False
+        c.llama_sampler_apply(self.ptr, &cur_p)
+        self._raise_pending()
+        return int(cur_p.size), int(cur_p.selected)
+
+    def reset(self):
+        """Forget accepted history (penalties, grammar state, mirostat mu)."""
+        self._ensure_alive()
+        c.llama_sampler_reset(self.ptr)
+        self._raise_pending()
+
+    def clone(self):
+        """An independent copy with the same state."""
+        self._ensure_alive()
+        return _wrap(c.llama_sampler_clone(self.ptr), list(self._python))
+
+    @property
+    def name(self):
+        self._ensure_alive()
+        return c.llama_sampler_name(self.ptr).decode()
+
+    @property
+    def seed(self):
+        """The seed in use (the drawn one when created with the default seed)."""
+        self._ensure_alive()
+        return c.llama_sampler_get_seed(self.ptr)
+
+    def __len__(self):
+        """Number of samplers in a chain (0 for a single sampler)."""
+        self._ensure_alive()
+        return max(0, c.llama_sampler_chain_n(self.ptr)) if self.name == "chain" else 0
+
+    def perf(self):
+        """Sampling time and count (chains only)."""
+        self._ensure_alive()
+        if self.name != "chain":
+            raise TypeError("perf() is only available on chains")
+        cdef c.llama_perf_sampler_data d = c.llama_perf_sampler(self.ptr)
+        return SamplerPerf(d.t_sample_ms, d.n_sample)
+
+    def perf_reset(self):
+        self._ensure_alive()
+        if self.name != "chain":
+            raise TypeError("perf_reset() is only available on chains")
+        c.llama_perf_sampler_reset(self.ptr)
+
+    # ---- constructors -------------------------------------------------------------
+
+    @staticmethod
+    def chain(samplers, *, bint no_perf=False):
+        """A chain applying ``samplers`` in order; they move into it.
+
+        Items that are not LlamaSampler objects are wrapped with ``from_python``.
+        """
+        members = [s if isinstance(s, LlamaSampler) else LlamaSampler.from_python(s) for s in samplers]
+        cdef LlamaSampler s
+        for s in members:
+            s._ensure_alive()
+        if len({id(s) for s in members}) != len(members):
+            raise ValueError("the same sampler appears twice in the chain")
+        cdef c.llama_sampler_chain_params p = c.llama_sampler_chain_default_params()
+        p.no_perf = no_perf
+        cdef c.llama_sampler *chain = c.llama_sampler_chain_init(p)
+        python = []
+        for s in members:
+            c.llama_sampler_chain_add(chain, s.ptr)  # the chain owns it from here
+            python.extend(s._python)
+            s.ptr = NULL
+            s._closed = True
+        return _wrap(chain, python)
+
+    @staticmethod
+    def from_python(obj):
+        """A sampler calling ``obj.apply(candidates)`` (and ``accept``/``reset`` if present).
+
+        ``candidates`` is a writable ``CANDIDATE_DTYPE`` view of llama.cpp's array, valid
+        during the call; ``apply`` may change logits/probabilities in place and may return
+        the index of the selected candidate. Exceptions reach the caller of ``sample``.
+        """
+        if not callable(getattr(obj, "apply", None)):
+            raise TypeError("a Python sampler needs an apply(candidates) method")
+        cdef _PythonSampler s = _PythonSampler()
+        s.obj = obj
+        s.name = str(getattr(obj, "name", type(obj).__name__)).encode()
+        s.error = None
+        Py_INCREF(s)  # released by _py_free when llama.cpp frees the sampler
+        return _wrap(c.llama_sampler_init(&_PY_IFACE, <void *>s), [s])
+
+    @staticmethod
+    def greedy():
+        return _wrap(c.llama_sampler_init_greedy())
+
+    @staticmethod
+    def dist(uint32_t seed=c.LLAMA_DEFAULT_SEED):
+        """Draw from the distribution (softmax of the logits) with a seeded RNG."""
+        return _wrap(c.llama_sampler_init_dist(seed))
+
+    @staticmethod
+    def top_k(int32_t k):
+        return _wrap(c.llama_sampler_init_top_k(k))
+
+    @staticmethod
+    def top_p(float p, size_t min_keep=1):
+        return _wrap(c.llama_sampler_init_top_p(p, min_keep))
+
+    @staticmethod
+    def min_p(float p, size_t min_keep=1):
+        return _wrap(c.llama_sampler_init_min_p(p, min_keep))
+
+    @staticmethod
+    def typical(float p, size_t min_keep=1):
+        return _wrap(c.llama_sampler_init_typical(p, min_keep))
+
+    @staticmethod
+    def temp(float t):
+        return _wrap(c.llama_sampler_init_temp(t))
+
+    @staticmethod
+    def temp_ext(float t, float delta, float exponent):
+        return _wrap(c.llama_sampler_init_temp_ext(t, delta, exponent))
+
+    @staticmethod
+    def xtc(float p, float t, size_t min_keep=1, uint32_t seed=c.LLAMA_DEFAULT_SEED):
+        return _wrap(c.llama_sampler_init_xtc(p, t, min_keep, seed))
+
+    @staticmethod
+    def top_n_sigma(float n):
+        return _wrap(c.llama_sampler_init_top_n_sigma(n))
+
+    @staticmethod
+    def mirostat(int32_t n_vocab, uint32_t seed=c.LLAMA_DEFAULT_SEED, float tau=5.0,
+                 float eta=0.1, int32_t m=100):
+        return _wrap(c.llama_sampler_init_mirostat(n_vocab, seed, tau, eta, m))
+
+    @staticmethod
+    def mirostat_v2(uint32_t seed=c.LLAMA_DEFAULT_SEED, float tau=5.0, float eta=0.1):
+        return _wrap(c.llama_sampler_init_mirostat_v2(seed, tau, eta))
+
+    @staticmethod
+    def grammar(LlamaModel model not None, str grammar, str root="root"):
+        """Constrain tokens to a GBNF grammar; GrammarError if it does not parse."""
+        model._ensure_alive()
+        cdef c.llama_sampler *ptr = c.llama_sampler_init_grammar(
+            model.vocab, grammar.encode(), root.encode())
+        if ptr == NULL:
+            raise GrammarError("the grammar does not parse (see the 'llama_cy' log for where)")
+        return _wrap(ptr)
+
+    @staticmethod
+    def grammar_lazy_patterns(LlamaModel model not None, str grammar, str root="root",
+                              trigger_patterns=(), trigger_tokens=()):
+        """A grammar that only applies once a trigger pattern or token appears."""
+        model._ensure_alive()
+        patterns = [p.encode() for p in trigger_patterns]
+        cdef const int32_t[::1] toks = model._token_array(list(trigger_tokens))
+        cdef const char **cpat = <const char **>malloc(max(1, len(patterns)) * sizeof(char *))
+        for i, b in enumerate(patterns):
+            cpat[i] = b
+        try:
+            ptr = _wrap_grammar(c.llama_sampler_init_grammar_lazy_patterns(
+                model.vocab, grammar.encode(), root.encode(), cpat, len(patterns),
+                &toks[0] if toks.shape[0] else NULL, toks.shape[0]))
+        finally:
+            free(cpat)
+        return ptr
+
+    @staticmethod
+    def penalties(int32_t n_vocab, int32_t last_n=64, float repeat=1.0, float freq=0.0,
+                  float present=0.0):
+        return _wrap(c.llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present))
+
+    @staticmethod
+    def dry(LlamaModel model not None, float multiplier=0.0, float base=1.75,
+            int32_t allowed_length=2, int32_t penalty_last_n=-1,
+            seq_breakers=("\n", ":", "\"", "*")):
+        model._ensure_alive()
+        breakers = [b.encode() for b in seq_breakers]
+        cdef const char **cb = <const char **>malloc(max(1, len(breakers)) * sizeof(char *))
+        for i, b in enumerate(breakers):
+            cb[i] = b
+        try:
+            return _wrap(c.llama_sampler_init_dry(model.vocab, multiplier, base, allowed_length,
+                                                  penalty_last_n, cb, len(breakers)))
+        finally:
+            free(cb)
+
+    @staticmethod
+    def adaptive_p(float target, float decay, uint32_t seed=c.LLAMA_DEFAULT_SEED):
+        return _wrap(c.llama_sampler_init_adaptive_p(target, decay, seed))
+
+    @staticmethod
+    def logit_bias(int32_t n_vocab, biases):
+        """Add ``biases[token]`` to each listed token's logit."""
+        items = list(dict(biases).items())
+        cdef c.llama_logit_bias *b = <c.llama_logit_bias *>malloc(max(1, len(items)) * sizeof(c.llama_logit_bias))
+        try:
+            for i, (tok, bias) in enumerate(items):
+                if not 0 <= tok < n_vocab:
+                    raise ValueError(f"logit_bias token {tok} is out of range [0, {n_vocab})")
+                b[i].token = tok
+                b[i].bias = bias
+            return _wrap(c.llama_sampler_init_logit_bias(n_vocab, len(items), b))
+        finally:
+            free(b)
+
+    @staticmethod
+    def infill(LlamaModel model not None):
+        model._ensure_alive()
+        return _wrap(c.llama_sampler_init_infill(model.vocab))
+
+
+cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr):
+    if ptr == NULL:
+        raise GrammarError("the grammar or a trigger pattern does not parse (see the 'llama_cy' log)")
+    return _wrap(ptr)
