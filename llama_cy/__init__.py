@@ -20,14 +20,27 @@ from llama_cy._backend import (
     supports_rpc,
     system_info,
 )
+from llama_cy._batch import LlamaBatch
+from llama_cy._context import LlamaContext
+from llama_cy._model import TOKEN_ATTRS, LlamaModel
+from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
 from llama_cy.errors import LlamaError
+from llama_cy.perf import ContextPerf, SamplerPerf
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CANDIDATE_DTYPE",
     "LLAMA_CPP_BUILD",
+    "TOKEN_ATTRS",
+    "ContextPerf",
     "Device",
+    "LlamaBatch",
+    "LlamaContext",
     "LlamaError",
+    "LlamaModel",
+    "LlamaSampler",
+    "SamplerPerf",
     "__version__",
     "devices",
     "errors",

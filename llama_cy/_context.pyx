@@ -7,7 +7,6 @@ released) instead of corrupting it.
 """
 
 import os
-import threading
 
 import numpy as np
 

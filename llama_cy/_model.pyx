@@ -18,7 +18,7 @@ from llama_cy._c.ggml_backend cimport ggml_backend_tensor_set, ggml_backend_dev_
 from llama_cy._c.gguf cimport (
     gguf_context, gguf_init_empty, gguf_free, gguf_set_val_u32, gguf_set_val_i32,
     gguf_set_val_u64, gguf_set_val_i64, gguf_set_val_f32, gguf_set_val_f64,
-    gguf_set_val_bool, gguf_set_val_str, gguf_set_arr_data, gguf_set_arr_str, gguf_type,
+    gguf_set_val_bool, gguf_set_val_str, gguf_set_arr_data, gguf_set_arr_str,
     GGUF_TYPE_UINT8, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16, GGUF_TYPE_UINT32,
     GGUF_TYPE_INT32, GGUF_TYPE_FLOAT32, GGUF_TYPE_UINT64, GGUF_TYPE_INT64, GGUF_TYPE_FLOAT64,
     GGUF_TYPE_BOOL,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from cpython.ref cimport Py_INCREF, Py_DECREF
 from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memset

@@ -49,6 +49,6 @@ def test_stubs_match_compiled_modules() -> None:
     run(sys.executable, "-m", "mypy.stubtest", "--allowlist", allowlist, *modules)
 
 
-@pytest.mark.parametrize("module", ["llama_cy._backend"])
+@pytest.mark.parametrize("module", compiled_modules())
 def test_every_compiled_module_has_a_stub(module: str) -> None:
     assert (ROOT / (module.replace(".", "/") + ".pyi")).is_file()
