@@ -5,3 +5,4 @@ from llama_cy._batch cimport LlamaBatch
 from llama_cy._context cimport LlamaContext
 from llama_cy._model cimport LlamaModel
 from llama_cy._sampler cimport LlamaSampler
+from llama_cy._adapter cimport LoraAdapter

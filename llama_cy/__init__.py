@@ -20,6 +20,7 @@ from llama_cy._backend import (
     supports_rpc,
     system_info,
 )
+from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import TOKEN_ATTRS, LlamaModel
@@ -40,6 +41,7 @@ __all__ = [
     "LlamaError",
     "LlamaModel",
     "LlamaSampler",
+    "LoraAdapter",
     "SamplerPerf",
     "__version__",
     "devices",

@@ -26,6 +26,8 @@ cdef class LlamaContext(ViewOwner):
     # Set by Ctrl-C (SIGINT) or abort() from another thread; read by llama.cpp's
     # abort callback between graph nodes.
     cdef volatile int _abort
+    # LoRA adapters set on this context -> scale; holding them keeps them alive.
+    cdef dict _loras
 
     cdef int _ensure_alive(self) except -1
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
@@ -33,3 +35,5 @@ cdef class LlamaContext(ViewOwner):
     cdef void _lock_release(self) noexcept
     cdef void _free(self) noexcept
     cdef _run(self, LlamaBatch batch, bint encoder)
+    cdef int _apply_loras(self, dict loras) except -1
+    cdef void _release_loras(self) noexcept

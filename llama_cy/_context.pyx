@@ -17,10 +17,12 @@ from cpython.pythread cimport (
 from libc.signal cimport SIGINT
 from libc.stdbool cimport bool as cbool
 from libc.stdint cimport int32_t, uint8_t
+from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport ggml_type, ggml_type_name, GGML_TYPE_COUNT
+from llama_cy._adapter cimport LoraAdapter
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view
@@ -185,6 +187,7 @@ cdef class LlamaContext(ViewOwner):
         self.n_embd = c.llama_model_n_embd_out(model.ptr)
         self._embeddings = embeddings
         self._n_outputs = 0
+        self._loras = {}
         # llama.cpp sizes the output buffer for n_seq_max rows at creation.
         self._output_capacity = self.n_seq_max
 
@@ -193,6 +196,7 @@ cdef class LlamaContext(ViewOwner):
             c.llama_free(self.ptr)
             self.ptr = NULL
             self.model._release()
+            self._release_loras()
         if self._lock != NULL:
             PyThread_free_lock(self._lock)
             self._lock = NULL
@@ -208,6 +212,16 @@ cdef class LlamaContext(ViewOwner):
         self.ptr = NULL
         PyThread_release_lock(self._lock)
         self.model._release()
+        self._release_loras()
+
+    cdef void _release_loras(self) noexcept:
+        cdef LoraAdapter a
+        if self._loras:
+            for a in self._loras:
+                a._n_users -= 1
+                if a._closed:
+                    a._free()
+        self._loras = None
 
     cdef void _view_released(self) noexcept:
         if self._closed and self._n_views == 0:
@@ -632,6 +646,95 @@ cdef class LlamaContext(ViewOwner):
         if r == 0:
             raise StateError(f"failed to load sequence state from {os.fspath(path)!r}")
         return out[:n].copy()
+
+    # ---- adapters ---------------------------------------------------------------------
+
+    @property
+    def loras(self):
+        """The LoRA adapters set on this context and their scales."""
+        self._ensure_alive()
+        return dict(self._loras)
+
+    def set_lora(self, LoraAdapter adapter not None, float scale=1.0):
+        """Apply a LoRA adapter with ``scale`` (replacing its previous scale)."""
+        self._ensure_alive()
+        adapter._ensure_alive()
+        if adapter.model is not self.model:
+            raise ValueError("the adapter was loaded for another model")
+        loras = dict(self._loras)
+        loras[adapter] = scale
+        self._apply_loras(loras)
+
+    def remove_lora(self, LoraAdapter adapter not None):
+        """Stop applying an adapter; KeyError if it is not set."""
+        self._ensure_alive()
+        if adapter not in self._loras:
+            raise KeyError("this adapter is not set on the context")
+        loras = dict(self._loras)
+        del loras[adapter]
+        self._apply_loras(loras)
+
+    def clear_loras(self):
+        """Stop applying every adapter."""
+        self._ensure_alive()
+        self._apply_loras({})
+
+    cdef int _apply_loras(self, dict loras) except -1:
+        cdef size_t n = len(loras), i = 0
+        cdef c.llama_adapter_lora **ptrs = <c.llama_adapter_lora **>malloc(max(n, 1) * sizeof(void *))
+        cdef float *scales = <float *>malloc(max(n, 1) * sizeof(float))
+        cdef LoraAdapter a
+        cdef int32_t rc
+        try:
+            for a, scale in loras.items():
+                ptrs[i] = a.ptr
+                scales[i] = scale
+                i += 1
+            self._lock_acquire()
+            rc = c.llama_set_adapters_lora(self.ptr, ptrs, n, scales)
+            self._lock_release()
+        finally:
+            free(ptrs)
+            free(scales)
+        if rc != 0:
+            raise LlamaError(f"llama_set_adapters_lora failed with code {rc}")
+        for a in loras:
+            if a not in self._loras:
+                a._n_users += 1
+        for a in self._loras:
+            if a not in loras:
+                a._n_users -= 1
+                if a._closed:
+                    a._free()
+        self._loras = loras
+        return 0
+
+    def set_control_vector(self, data, int il_start=1, il_end=None):
+        """Add a control vector: ``data`` is ``(n_layers, n_embd)``, row 0 for layer 1.
+
+        It applies to layers ``il_start..il_end`` (inclusive; default: all rows given).
+        """
+        self._ensure_alive()
+        cdef const float[:, ::1] d = np.ascontiguousarray(data, dtype=np.float32)
+        if d.shape[1] != self.model.n_embd:
+            raise ValueError(f"control vector rows must have n_embd={self.model.n_embd} values")
+        if d.shape[0] == 0 or d.shape[0] > self.model.n_layer:
+            raise ValueError(f"control vector needs 1 to {self.model.n_layer} rows")
+        cdef int end = d.shape[0] if il_end is None else il_end
+        if not 1 <= il_start <= end <= d.shape[0]:
+            raise ValueError(f"layer range [{il_start}, {end}] must lie within [1, {d.shape[0]}]")
+        self._lock_acquire()
+        rc = c.llama_set_adapter_cvec(self.ptr, &d[0, 0], d.shape[0] * d.shape[1], d.shape[1], il_start, end)
+        self._lock_release()
+        if rc != 0:
+            raise LlamaError(f"llama_set_adapter_cvec failed with code {rc}")
+
+    def clear_control_vector(self):
+        """Remove the control vector."""
+        self._ensure_alive()
+        self._lock_acquire()
+        c.llama_set_adapter_cvec(self.ptr, NULL, 0, self.model.n_embd, 0, 0)
+        self._lock_release()
 
     # ---- performance ------------------------------------------------------------
 

@@ -1,0 +1,102 @@
+"""LoraAdapter: a LoRA (or aLoRA) adapter loaded for a model (``llama_adapter_lora``)."""
+
+import os
+
+import numpy as np
+
+from libc.stdint cimport int32_t
+
+from llama_cy._c cimport llama as c
+from llama_cy._model cimport LlamaModel
+
+from llama_cy.errors import ClosedError, ModelLoadError
+
+
+cdef str _meta_str(int32_t (*getter)(const c.llama_adapter_lora *, int32_t, char *, size_t) noexcept nogil,
+                   const c.llama_adapter_lora *adapter, int32_t i):
+    cdef int32_t n = getter(adapter, i, NULL, 0)
+    if n < 0:
+        return None
+    buf = bytearray(n + 1)
+    getter(adapter, i, buf, n + 1)
+    return bytes(buf[:n]).decode("utf-8", "replace")
+
+
+cdef class LoraAdapter:
+    """A LoRA adapter file applied on top of a model's weights.
+
+    Set it on a context with ``LlamaContext.set_lora(adapter, scale)``. The adapter keeps
+    its model alive; ``close()`` frees it once no context uses it any more.
+    """
+
+    def __cinit__(self):
+        self.ptr = NULL
+        self._n_users = 0
+        self._closed = True
+
+    def __init__(self, LlamaModel model not None, path):
+        if not self._closed:
+            raise RuntimeError("LoraAdapter is already initialised")
+        model._ensure_alive()
+        if not os.path.isfile(path):
+            raise ModelLoadError(f"LoRA adapter file not found: {os.fspath(path)!r}")
+        cdef bytes bpath = os.fsencode(path)
+        cdef const char *cpath = bpath
+        with nogil:
+            self.ptr = c.llama_adapter_lora_init(model.ptr, cpath)
+        if self.ptr == NULL:
+            raise ModelLoadError(f"failed to load LoRA adapter {os.fspath(path)!r} "
+                                 "(not an adapter for this model?); see the 'llama_cy' log")
+        self.model = model
+        self.path = os.fspath(path)
+        model._acquire()
+        self._closed = False
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            c.llama_adapter_lora_free(self.ptr)
+            self.ptr = NULL
+            self.model._release()
+
+    cdef void _free(self) noexcept:
+        self._closed = True
+        if self.ptr != NULL and self._n_users == 0:
+            c.llama_adapter_lora_free(self.ptr)
+            self.ptr = NULL
+            self.model._release()
+
+    cdef int _ensure_alive(self) except -1:
+        if self._closed:
+            raise ClosedError("the LoRA adapter is closed")
+        return 0
+
+    def close(self):
+        self._free()
+
+    def __enter__(self):
+        self._ensure_alive()
+        return self
+
+    def __exit__(self, *exc):
+        self._free()
+
+    def __repr__(self):
+        return "<LoraAdapter closed>" if self._closed else f"<LoraAdapter {self.path!r}>"
+
+    @property
+    def metadata(self):
+        """The adapter's GGUF key/values as strings."""
+        self._ensure_alive()
+        return {
+            _meta_str(c.llama_adapter_meta_key_by_index, self.ptr, i):
+            _meta_str(c.llama_adapter_meta_val_str_by_index, self.ptr, i)
+            for i in range(c.llama_adapter_meta_count(self.ptr))
+        }
+
+    @property
+    def alora_invocation_tokens(self):
+        """The tokens that activate an aLoRA adapter (empty for a plain LoRA)."""
+        self._ensure_alive()
+        cdef size_t n = c.llama_adapter_get_alora_n_invocation_tokens(self.ptr)
+        cdef const c.llama_token *toks = c.llama_adapter_get_alora_invocation_tokens(self.ptr)
+        return np.array([toks[i] for i in range(n)], dtype=np.int32)
