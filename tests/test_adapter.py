@@ -114,7 +114,7 @@ def test_control_vector(tiny: lc.LlamaModel) -> None:
     assert not np.allclose(base, steered)
     ctx.clear_control_vector()
     np.testing.assert_allclose(last_logits(ctx, tokens), base, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n_embd"):
         ctx.set_control_vector(np.zeros((tiny.n_layer, tiny.n_embd + 1), np.float32))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="layer range"):
         ctx.set_control_vector(vec, il_start=0)
