@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from llama_cy import errors
+# _backend first: importing it loads llama.cpp's backend plugins and routes its log.
 from llama_cy._backend import (
     LLAMA_CPP_BUILD,
     Device,
@@ -20,6 +20,9 @@ from llama_cy._backend import (
     supports_rpc,
     system_info,
 )
+
+# isort: split
+from llama_cy import errors
 from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext

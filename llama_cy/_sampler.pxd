@@ -6,6 +6,8 @@ cdef class LlamaSampler:
     cdef bint _closed
     # Python samplers inside this one: their errors are re-raised after each call.
     cdef list _python
+    # Contains a grammar sampler: accept() checks the grammar allows the token first.
+    cdef bint _has_grammar
     # Reused candidate array (n_vocab entries) for sample(): no allocation per token.
     cdef llama_token_data *_cur
     cdef int _cur_cap

@@ -4,8 +4,9 @@ import numpy as np
 
 from cpython.ref cimport Py_INCREF, Py_DECREF
 from libc.stdint cimport int32_t, uint32_t
+from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memset
+from libc.string cimport memmove, memset, strcmp
 
 from llama_cy._c cimport llama as c
 from llama_cy._c.llama cimport llama_token, llama_token_data, llama_token_data_array
@@ -14,6 +15,16 @@ from llama_cy._model cimport LlamaModel
 
 from llama_cy.errors import ClosedError, GrammarError, LlamaError
 from llama_cy.perf import SamplerPerf
+
+# Compiled as C++ so that these two can turn C++ exceptions escaping llama.cpp's C API
+# (a bad trigger regex throws std::regex_error) into Python exceptions.
+cdef extern from "llama.h" nogil:
+    c.llama_sampler *_init_grammar "llama_sampler_init_grammar"(
+        const c.llama_vocab *vocab, const char *grammar_str, const char *grammar_root) except +
+    c.llama_sampler *_init_grammar_lazy_patterns "llama_sampler_init_grammar_lazy_patterns"(
+        const c.llama_vocab *vocab, const char *grammar_str, const char *grammar_root,
+        const char **trigger_patterns, size_t num_trigger_patterns,
+        const llama_token *trigger_tokens, size_t num_trigger_tokens) except +
 
 # The candidates as NumPy sees them: llama_token_data {int32 id; float logit; float p}.
 CANDIDATE_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -105,6 +116,7 @@ cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
     s.ptr = ptr
     s._closed = False
     s._python = python if python is not None else []
+    s._has_grammar = False
     return s
 
 
@@ -132,6 +144,7 @@ cdef class LlamaSampler:
 
     cdef void _free(self) noexcept:
         self._closed = True
+        self._python = []
         if self.ptr != NULL:
             c.llama_sampler_free(self.ptr)
             self.ptr = NULL
@@ -204,8 +217,13 @@ cdef class LlamaSampler:
         return token
 
     def accept(self, llama_token token):
-        """Tell the sampler which token was chosen (penalties, grammar, mirostat)."""
+        """Tell the sampler which token was chosen (penalties, grammar, mirostat).
+
+        GrammarError if a grammar in the sampler does not allow the token here.
+        """
         self._ensure_alive()
+        if self._has_grammar and not _grammar_allows(self.ptr, token):
+            raise GrammarError(f"token {token} is not allowed by the grammar at this point")
         c.llama_sampler_accept(self.ptr, token)
         self._raise_pending()
 
@@ -222,11 +240,16 @@ cdef class LlamaSampler:
             raise ValueError("candidates must be C-contiguous and writable")
         cdef unsigned char[::1] raw = candidates.view(np.uint8)
         cdef llama_token_data_array cur_p
-        cur_p.data = <llama_token_data *>&raw[0] if raw.shape[0] else NULL
+        cdef llama_token_data *start = <llama_token_data *>&raw[0] if raw.shape[0] else NULL
+        cur_p.data = start
         cur_p.size = candidates.shape[0]
         cur_p.selected = -1
         cur_p.sorted = False
         c.llama_sampler_apply(self.ptr, &cur_p)
+        if cur_p.data != start:
+            # Some samplers (XTC) drop a prefix by moving the pointer: bring the
+            # survivors back to the start of the caller's array.
+            memmove(start, cur_p.data, cur_p.size * sizeof(llama_token_data))
         self._raise_pending()
         return int(cur_p.size), int(cur_p.selected)
 
@@ -239,7 +262,9 @@ cdef class LlamaSampler:
     def clone(self):
         """An independent copy with the same state."""
         self._ensure_alive()
-        return _wrap(c.llama_sampler_clone(self.ptr), list(self._python))
+        cdef LlamaSampler result = _wrap(c.llama_sampler_clone(self.ptr), list(self._python))
+        result._has_grammar = self._has_grammar
+        return result
 
     @property
     def name(self):
@@ -279,7 +304,7 @@ cdef class LlamaSampler:
 
         Items that are not LlamaSampler objects are wrapped with ``from_python``.
         """
-        members = [s if isinstance(s, LlamaSampler) else LlamaSampler.from_python(s) for s in samplers]
+        members = [m if isinstance(m, LlamaSampler) else LlamaSampler.from_python(m) for m in samplers]
         cdef LlamaSampler s
         for s in members:
             s._ensure_alive()
@@ -289,12 +314,16 @@ cdef class LlamaSampler:
         p.no_perf = no_perf
         cdef c.llama_sampler *chain = c.llama_sampler_chain_init(p)
         python = []
+        has_grammar = False
         for s in members:
             c.llama_sampler_chain_add(chain, s.ptr)  # the chain owns it from here
             python.extend(s._python)
+            has_grammar |= s._has_grammar
             s.ptr = NULL
-            s._closed = True
-        return _wrap(chain, python)
+            s._free()
+        result = _wrap(chain, python)
+        result._has_grammar = has_grammar
+        return result
 
     @staticmethod
     def from_python(obj):
@@ -367,11 +396,16 @@ cdef class LlamaSampler:
     def grammar(LlamaModel model not None, str grammar, str root="root"):
         """Constrain tokens to a GBNF grammar; GrammarError if it does not parse."""
         model._ensure_alive()
-        cdef c.llama_sampler *ptr = c.llama_sampler_init_grammar(
-            model.vocab, grammar.encode(), root.encode())
+        cdef c.llama_sampler *ptr
+        try:
+            ptr = _init_grammar(model.vocab, grammar.encode(), root.encode())
+        except RuntimeError as exc:
+            raise GrammarError(f"the grammar does not parse: {exc}") from None
         if ptr == NULL:
             raise GrammarError("the grammar does not parse (see the 'llama_cy' log for where)")
-        return _wrap(ptr)
+        result = _wrap(ptr)
+        result._has_grammar = True
+        return result
 
     @staticmethod
     def grammar_lazy_patterns(LlamaModel model not None, str grammar, str root="root",
@@ -383,13 +417,16 @@ cdef class LlamaSampler:
         cdef const char **cpat = <const char **>malloc(max(1, len(patterns)) * sizeof(char *))
         for i, b in enumerate(patterns):
             cpat[i] = b
+        cdef c.llama_sampler *ptr
         try:
-            ptr = _wrap_grammar(c.llama_sampler_init_grammar_lazy_patterns(
+            ptr = _init_grammar_lazy_patterns(
                 model.vocab, grammar.encode(), root.encode(), cpat, len(patterns),
-                &toks[0] if toks.shape[0] else NULL, toks.shape[0]))
+                &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+        except RuntimeError as exc:
+            raise GrammarError(f"the grammar or a trigger pattern does not parse: {exc}") from None
         finally:
             free(cpat)
-        return ptr
+        return _wrap_grammar(ptr)
 
     @staticmethod
     def penalties(int32_t n_vocab, int32_t last_n=64, float repeat=1.0, float freq=0.0,
@@ -400,7 +437,11 @@ cdef class LlamaSampler:
     def dry(LlamaModel model not None, float multiplier=0.0, float base=1.75,
             int32_t allowed_length=2, int32_t penalty_last_n=-1,
             seq_breakers=("\n", ":", "\"", "*")):
+        """DRY ("don't repeat yourself") penalties; ``penalty_last_n=-1`` means the whole context."""
         model._ensure_alive()
+        if penalty_last_n < 0:
+            # llama.cpp reads a negative window as "disabled"; its tools mean "context size".
+            penalty_last_n = model.n_ctx_train
         breakers = [b.encode() for b in seq_breakers]
         cdef const char **cb = <const char **>malloc(max(1, len(breakers)) * sizeof(char *))
         for i, b in enumerate(breakers):
@@ -439,4 +480,34 @@ cdef class LlamaSampler:
 cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr):
     if ptr == NULL:
         raise GrammarError("the grammar or a trigger pattern does not parse (see the 'llama_cy' log)")
-    return _wrap(ptr)
+    cdef LlamaSampler result = _wrap(ptr)
+    result._has_grammar = True
+    return result
+
+
+cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) noexcept:
+    """Whether every grammar sampler in ``smpl`` accepts ``token`` in its current state.
+
+    llama.cpp aborts the process (or throws through its C API) when a grammar is made
+    to accept a token it forbids, so ``accept`` asks the grammar's ``apply`` first.
+    """
+    cdef const char *name = c.llama_sampler_name(smpl)
+    cdef int32_t i
+    cdef llama_token_data one
+    cdef llama_token_data_array cur_p
+    if strcmp(name, "chain") == 0:
+        for i in range(c.llama_sampler_chain_n(smpl)):
+            if not _grammar_allows(c.llama_sampler_chain_get(smpl, i), token):
+                return False
+        return True
+    if strcmp(name, "grammar") != 0:
+        return True
+    one.id = token
+    one.logit = 0.0
+    one.p = 0.0
+    cur_p.data = &one
+    cur_p.size = 1
+    cur_p.selected = -1
+    cur_p.sorted = False
+    c.llama_sampler_apply(smpl, &cur_p)
+    return cur_p.size == 1 and one.logit != -INFINITY
