@@ -4,6 +4,8 @@ import os
 
 import numpy as np
 
+cimport cython
+
 from libc.stdint cimport int32_t
 
 from llama_cy._c cimport llama as c
@@ -22,6 +24,7 @@ cdef str _meta_str(int32_t (*getter)(const c.llama_adapter_lora *, int32_t, char
     return bytes(buf[:n]).decode("utf-8", "replace")
 
 
+@cython.no_gc_clear  # __dealloc__ releases the model it points to
 cdef class LoraAdapter:
     """A LoRA adapter file applied on top of a model's weights.
 

@@ -8,6 +8,8 @@ released) instead of corrupting it.
 
 import os
 
+cimport cython
+
 import numpy as np
 
 from cpython.pythread cimport (
@@ -28,7 +30,7 @@ from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view
 
 from llama_cy.errors import (
-    ClosedError, ContextCreationError, LlamaError, StateError, decode_error,
+    ClosedError, ContextCreationError, EncodeError, LlamaError, StateError, decode_error,
 )
 from llama_cy.perf import ContextPerf
 
@@ -86,6 +88,7 @@ cdef object _choice(dict table, value, str what):
         raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(table)}") from None
 
 
+@cython.no_gc_clear  # __dealloc__ releases the model it points to
 cdef class LlamaContext(ViewOwner):
     """Inference state on a model: KV cache, output buffers, threads.
 
@@ -109,6 +112,8 @@ cdef class LlamaContext(ViewOwner):
         self._closed = True
         self._lock = NULL
         model._ensure_alive()
+        if model.vocab_only:
+            raise ContextCreationError("the model was loaded with vocab_only=True: it has no weights to run")
         cdef c.llama_context_params p = c.llama_context_default_params()
         p.n_ctx = n_ctx
         p.n_batch = n_batch
@@ -293,6 +298,8 @@ cdef class LlamaContext(ViewOwner):
         batch._ensure_alive()
         if batch.batch.n_tokens == 0:
             raise ValueError("the batch is empty")
+        if encoder and not c.llama_model_has_encoder(self.model.ptr):
+            raise EncodeError("llama_encode: this model has no encoder", -1)
         cdef int n_out = batch.batch.n_tokens if self._embeddings else batch._count_outputs()
         if n_out > self._output_capacity and self._n_views > 0:
             raise LlamaError(
@@ -346,11 +353,13 @@ cdef class LlamaContext(ViewOwner):
         """Run an empty-ish decode so that the first real one is not slower."""
         self._ensure_alive()
         cdef LlamaBatch b = LlamaBatch(1)
-        bos = self.model.token_bos
+        # The vocab pointer stays valid while this context holds the model, closed or not.
+        bos = c.llama_vocab_bos(c.llama_model_get_vocab(self.model.ptr))
         b.add(bos if bos >= 0 else 0, 0, (0,), True)
+        self.clear()
         self.decode(b)
-        c.llama_memory_clear(self.mem, True)
-        c.llama_perf_context_reset(self.ptr)
+        self.clear()
+        self.perf_reset()
 
     # ---- outputs: zero-copy views ---------------------------------------------------
 
@@ -434,6 +443,10 @@ cdef class LlamaContext(ViewOwner):
         """Switch embedding extraction on or off for the next decodes."""
         self._ensure_alive()
         c.llama_set_embeddings(self.ptr, embeddings)
+        if embeddings and not self._embeddings:
+            # The output buffer grows to hold embeddings too: treat it as unsized so
+            # the next decode with live views is refused rather than moved under them.
+            self._output_capacity = 0
         self._embeddings = embeddings
 
     def set_causal_attn(self, bint causal):
@@ -478,6 +491,11 @@ cdef class LlamaContext(ViewOwner):
         self._check_seq(seq_id, False)
         self._lock_acquire()
         c.llama_memory_seq_keep(self.mem, seq_id)
+        # With one KV stream per sequence, llama.cpp's seq_keep only touches seq_id's own
+        # stream; remove the others explicitly.
+        for other in range(self.n_seq_max):
+            if other != seq_id:
+                c.llama_memory_seq_rm(self.mem, other, -1, -1)
         self._lock_release()
 
     def seq_add(self, int seq_id, int p0, int p1, int delta):
@@ -747,4 +765,6 @@ cdef class LlamaContext(ViewOwner):
 
     def perf_reset(self):
         self._ensure_alive()
+        # llama.cpp counts tokens at synchronisation: settle pending work first.
+        c.llama_synchronize(self.ptr)
         c.llama_perf_context_reset(self.ptr)

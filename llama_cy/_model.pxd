@@ -8,6 +8,9 @@ cdef class LlamaModel:
     cdef const llama_vocab *vocab
     cdef readonly object path
     cdef readonly int n_vocab
+    cdef readonly bint vocab_only
+    # kv_overrides given at load, as llama.cpp prints values: shown by metadata/meta_val.
+    cdef dict _overrides
     # Contexts and adapters alive on this model: close() frees the C model only when
     # the last of them is gone, so a child never uses freed memory.
     cdef int _n_children

@@ -323,6 +323,8 @@ cdef class LlamaModel:
         m.n_vocab = c.llama_vocab_n_tokens(m.vocab)
         m.path = path
         m._closed = False
+        m.vocab_only = False
+        m._overrides = {}
         return m
 
     @staticmethod
@@ -393,7 +395,14 @@ cdef class LlamaModel:
             what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
             raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "
                                  "(llama.cpp's log, logger 'llama_cy', has the details)")
-        return LlamaModel._wrap(ptr, os.fspath(paths[0]))
+        cdef LlamaModel model = LlamaModel._wrap(ptr, os.fspath(paths[0]))
+        model.vocab_only = vocab_only
+        if kv_overrides:
+            model._overrides = {
+                k: ("true" if v else "false") if isinstance(v, bool) else str(v)
+                for k, v in kv_overrides.items()
+            }
+        return model
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,
@@ -404,7 +413,9 @@ cdef class LlamaModel:
         ``tokenizer.*``); Python ints become uint32 (int32 when negative), floats float32,
         lists of str string arrays, NumPy arrays and scalars keep their dtype.
         ``set_tensor_data(name, array)`` fills each weight in place: a float32 array in
-        GGUF's (reversed) shape for F32 tensors, raw bytes otherwise.
+        GGUF's (reversed) shape for F32 tensors, raw bytes otherwise. It is called for the
+        architecture's optional tensors too (biases, scales): leave biases at zero but
+        set scales to one, or the model computes nothing useful.
         """
         cdef c.llama_model_params params = _model_params(
             n_gpu_layers, split_mode, main_gpu, False, False, False, False)
@@ -448,12 +459,17 @@ cdef class LlamaModel:
         return f"<LlamaModel {self.desc!r} n_vocab={self.n_vocab} path={self.path!r}>"
 
     def save(self, path):
-        """Write the model to a GGUF file."""
+        """Write the model to a GGUF file (OSError if it cannot be written)."""
         self._ensure_alive()
+        # llama.cpp only logs a failed write: open the file here so errors surface.
+        with open(path, "wb"):
+            pass
         cdef bytes bpath = os.fsencode(path)
         cdef const char *cpath = bpath
         with nogil:
             c.llama_model_save_to_file(self.ptr, cpath)
+        if os.path.getsize(path) == 0:
+            raise OSError(f"llama.cpp could not write the model to {os.fspath(path)!r}")
 
     # ---- description ------------------------------------------------------------
 
@@ -462,15 +478,19 @@ cdef class LlamaModel:
         """Every GGUF key/value of the model as strings (arrays are summarised by llama.cpp)."""
         self._ensure_alive()
         cdef int32_t i
-        return {
+        meta = {
             _read_str(c.llama_model_meta_key_by_index, self.ptr, i):
             _read_str(c.llama_model_meta_val_str_by_index, self.ptr, i)
             for i in range(c.llama_model_meta_count(self.ptr))
         }
+        meta.update(self._overrides)
+        return meta
 
     def meta_val(self, str key):
         """One metadata value as a string, or ``None`` when the key is absent."""
         self._ensure_alive()
+        if key in self._overrides:
+            return self._overrides[key]
         cdef bytes bkey = key.encode()
         cdef char small[256]
         cdef int32_t n = c.llama_model_meta_val_str(self.ptr, bkey, small, sizeof(small))

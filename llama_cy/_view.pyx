@@ -2,6 +2,8 @@
 
 import numpy as np
 
+cimport cython
+
 from cpython.buffer cimport PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 
 
@@ -13,6 +15,7 @@ cdef class ViewOwner:
         pass
 
 
+@cython.no_gc_clear  # __dealloc__ tells its owner
 cdef class _ArrayView:
     """The buffer exporter behind each view: it keeps its owner alive."""
     cdef ViewOwner owner

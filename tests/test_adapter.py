@@ -97,7 +97,7 @@ def test_adapter_errors(tiny: lc.LlamaModel, tmp_path: Path, gemma_path: Path) -
     junk.write_bytes(b"GGUF" + bytes(100))
     with pytest.raises(ModelLoadError):
         lc.LoraAdapter(tiny, junk)
-    other = lc.LlamaModel.load(gemma_path, vocab_only=True)
+    other = lc.LlamaModel.load(gemma_path)
     lora = lc.LoraAdapter(tiny, write_tiny_lora(tmp_path / "lora.gguf", tiny))
     ctx = lc.LlamaContext(other, n_ctx=64)
     with pytest.raises(ValueError, match="another model"):
