@@ -1,8 +1,9 @@
 from os import PathLike
+from typing import Self
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Self, disjoint_base
+from typing_extensions import disjoint_base
 
 from llama_cy._model import LlamaModel
 

@@ -1,9 +1,9 @@
 from os import PathLike
-from typing import Literal
+from typing import Literal, Self
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Self, disjoint_base
+from typing_extensions import disjoint_base
 
 from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch

@@ -1,10 +1,10 @@
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Self, disjoint_base
+from typing_extensions import disjoint_base
 
 from llama_cy._backend import Device
 

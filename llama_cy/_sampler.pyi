@@ -1,9 +1,9 @@
 from collections.abc import Iterable, Mapping
-from typing import Protocol, type_check_only
+from typing import Protocol, Self, type_check_only
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import Self, disjoint_base
+from typing_extensions import disjoint_base
 
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel

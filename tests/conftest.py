@@ -6,10 +6,15 @@ downloaded from a hub and never committed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from tiny_model import LLAMA_CPP, write_tiny_llama
+
+# Child Pythons started by the tests (python -c ..., python -m ...) must import the
+# installed llama_cy, not the uncompiled source folder of the working directory.
+os.environ["PYTHONSAFEPATH"] = "1"
 
 TINY_VERSION = 1  # bump when write_tiny_llama changes, so cached files are rebuilt
 
