@@ -23,11 +23,14 @@ PLUGIN_PREFIX = "libggml-"
 
 
 def configure(source: Path, build: Path, args: list[str]) -> None:
+    cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
+    generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"] if ninja else []
+    # pip's isolated build environments put cmake and ninja at a new path each time; a
+    # build tree configured with the old ones cannot run, so the paths are part of the key.
+    wanted = "\n".join([f"cmake={cmake}", f"ninja={ninja}", *args])
     stamp = build / "llama_cy-cmake-args.txt"
-    wanted = "\n".join(args)
     if (build / "CMakeCache.txt").is_file() and stamp.is_file() and stamp.read_text() == wanted:
         return
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     subprocess.run(
         [
             "cmake",
