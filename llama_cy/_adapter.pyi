@@ -1,14 +1,14 @@
 from os import PathLike
-from typing import Self
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
+from llama_cy._handle import Handle
 from llama_cy._model import LlamaModel
 
 @disjoint_base
-class LoraAdapter:
+class LoraAdapter(Handle):
     """A LoRA adapter file applied on top of a model's weights."""
 
     @property
@@ -16,9 +16,6 @@ class LoraAdapter:
     @property
     def path(self) -> str: ...
     def __init__(self, model: LlamaModel, path: str | PathLike[str]) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *exc: object) -> None: ...
     @property
     def metadata(self) -> dict[str, str]: ...
     @property

@@ -9,9 +9,10 @@ cimport cython
 from libc.stdint cimport int32_t
 
 from llama_cy._c cimport llama as c
+from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 
-from llama_cy.errors import ClosedError, ModelLoadError
+from llama_cy.errors import ModelLoadError
 
 
 cdef str _meta_str(int32_t (*getter)(const c.llama_adapter_lora *, int32_t, char *, size_t) noexcept nogil,
@@ -25,7 +26,7 @@ cdef str _meta_str(int32_t (*getter)(const c.llama_adapter_lora *, int32_t, char
 
 
 @cython.no_gc_clear  # __dealloc__ releases the model it points to
-cdef class LoraAdapter:
+cdef class LoraAdapter(Handle):
     """A LoRA adapter file applied on top of a model's weights.
 
     Set it on a context with ``LlamaContext.set_lora(adapter, scale)``. The adapter keeps
@@ -35,7 +36,6 @@ cdef class LoraAdapter:
     def __cinit__(self):
         self.ptr = NULL
         self._n_users = 0
-        self._closed = True
 
     def __init__(self, LlamaModel model not None, path):
         if not self._closed:
@@ -67,21 +67,6 @@ cdef class LoraAdapter:
             c.llama_adapter_lora_free(self.ptr)
             self.ptr = NULL
             self.model._release()
-
-    cdef int _ensure_alive(self) except -1:
-        if self._closed:
-            raise ClosedError("the LoRA adapter is closed")
-        return 0
-
-    def close(self):
-        self._free()
-
-    def __enter__(self):
-        self._ensure_alive()
-        return self
-
-    def __exit__(self, *exc):
-        self._free()
 
     def __repr__(self):
         return "<LoraAdapter closed>" if self._closed else f"<LoraAdapter {self.path!r}>"

@@ -10,9 +10,7 @@ cdef class LlamaBatch(ViewOwner):
     cdef readonly int n_seq_max
     cdef readonly int embd
     cdef bint _allocated
-    cdef bint _closed
 
-    cdef int _ensure_alive(self) except -1
     cdef int _count_outputs(self) noexcept nogil
     cdef void _free(self) noexcept
     cdef int _set_seq_ids(self, int32_t i, seq_ids) except -1

@@ -8,8 +8,6 @@ from libc.string cimport memcpy, memset
 from llama_cy._c cimport llama as c
 from llama_cy._view cimport ViewOwner, array_view
 
-from llama_cy.errors import ClosedError
-
 
 cdef class LlamaBatch(ViewOwner):
     """A ``llama_batch`` with a fixed capacity, filled token by token or in bulk.
@@ -23,7 +21,6 @@ cdef class LlamaBatch(ViewOwner):
 
     def __cinit__(self, int capacity, int n_seq_max=1, *, int embd=0):
         self._allocated = False
-        self._closed = True
         if capacity <= 0:
             raise ValueError(f"capacity must be positive, got {capacity}")
         if n_seq_max <= 0:
@@ -54,27 +51,11 @@ cdef class LlamaBatch(ViewOwner):
         if self._closed:
             self._free()
 
-    cdef int _ensure_alive(self) except -1:
-        if self._closed:
-            raise ClosedError("the batch is closed")
-        return 0
-
     cdef int _count_outputs(self) noexcept nogil:
         cdef int32_t i, n = 0
         for i in range(self.batch.n_tokens):
             n += self.batch.logits[i] != 0
         return n
-
-    def close(self):
-        """Free the C arrays (once no NumPy view of them is alive)."""
-        self._free()
-
-    def __enter__(self):
-        self._ensure_alive()
-        return self
-
-    def __exit__(self, *exc):
-        self._free()
 
     def __len__(self):
         return self.batch.n_tokens if not self._closed else 0

@@ -18,7 +18,6 @@ cdef class LlamaContext(ViewOwner):
     cdef readonly int n_vocab
     cdef readonly int n_embd
     cdef bint _embeddings
-    cdef bint _closed
     # Rows of the last decode's outputs, and the most rows llama.cpp's output buffer
     # has held: a decode asking for more reallocates that buffer under live views.
     cdef int _n_outputs
@@ -29,7 +28,6 @@ cdef class LlamaContext(ViewOwner):
     # LoRA adapters set on this context -> scale; holding them keeps them alive.
     cdef dict _loras
 
-    cdef int _ensure_alive(self) except -1
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
     cdef int _lock_acquire(self) except -1
     cdef void _lock_release(self) noexcept

@@ -109,7 +109,6 @@ cdef class LlamaContext(ViewOwner):
                   offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
                   op_offload=None):
         self.ptr = NULL
-        self._closed = True
         self._lock = NULL
         model._ensure_alive()
         if model.vocab_only:
@@ -232,11 +231,6 @@ cdef class LlamaContext(ViewOwner):
         if self._closed and self._n_views == 0:
             self._free()
 
-    cdef int _ensure_alive(self) except -1:
-        if self._closed:
-            raise ClosedError("the context is closed")
-        return 0
-
     cdef int _lock_acquire(self) except -1:
         if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
             with nogil:
@@ -256,21 +250,6 @@ cdef class LlamaContext(ViewOwner):
             raise ValueError(f"seq_id {seq_id} is out of range [0, {self.n_seq_max})"
                              + (" (or -1 for all)" if allow_all else ""))
         return 0
-
-    def close(self):
-        """Free the context; views still alive keep its output buffer until they go."""
-        self._free()
-
-    @property
-    def closed(self):
-        return self._closed
-
-    def __enter__(self):
-        self._ensure_alive()
-        return self
-
-    def __exit__(self, *exc):
-        self._free()
 
     def __repr__(self):
         if self._closed:

@@ -1,9 +1,10 @@
+from llama_cy._handle cimport Handle
 from libc.stdint cimport int32_t
 
 from llama_cy._c.llama cimport llama_model, llama_vocab, llama_token
 
 
-cdef class LlamaModel:
+cdef class LlamaModel(Handle):
     cdef llama_model *ptr
     cdef const llama_vocab *vocab
     cdef readonly object path
@@ -14,9 +15,7 @@ cdef class LlamaModel:
     # Contexts and adapters alive on this model: close() frees the C model only when
     # the last of them is gone, so a child never uses freed memory.
     cdef int _n_children
-    cdef bint _closed
 
-    cdef int _ensure_alive(self) except -1
     cdef int _check_token(self, llama_token token) except -1
     cdef void _acquire(self) noexcept
     cdef void _release(self) noexcept

@@ -1,12 +1,13 @@
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
 from llama_cy._backend import Device
+from llama_cy._handle import Handle
 
 _Path = str | PathLike[str]
 _SplitMode = Literal["none", "layer", "row", "tensor"]
@@ -15,7 +16,7 @@ _Tokens = Sequence[int] | npt.NDArray[np.integer[Any]]
 TOKEN_ATTRS: dict[str, int]
 
 @disjoint_base
-class LlamaModel:
+class LlamaModel(Handle):
     """A GGUF model loaded by llama.cpp, with its vocabulary."""
     # Raises TypeError: instances come from the static constructors.
     def __init__(self, *args: object, **kwargs: object) -> None: ...
@@ -82,11 +83,6 @@ class LlamaModel:
         main_gpu: int = 0,
         devices: Sequence[Device] | None = None,
     ) -> LlamaModel: ...
-    def close(self) -> None: ...
-    @property
-    def closed(self) -> bool: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *exc: object) -> None: ...
     def save(self, path: _Path) -> None: ...
     @property
     def metadata(self) -> dict[str, str]: ...

@@ -11,6 +11,7 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport strncpy
 
 from llama_cy._c cimport llama as c
+from llama_cy._handle cimport Handle
 from llama_cy._c.ggml cimport (
     ggml_tensor, ggml_nbytes, ggml_get_name, GGML_TYPE_F32,
 )
@@ -25,7 +26,7 @@ from llama_cy._c.gguf cimport (
 )
 from llama_cy._backend cimport Device
 
-from llama_cy.errors import ClosedError, InvalidTokenError, ModelLoadError
+from llama_cy.errors import InvalidTokenError, ModelLoadError
 
 cdef dict _SPLIT_MODES = {
     "none": c.LLAMA_SPLIT_MODE_NONE,
@@ -267,7 +268,7 @@ cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, siz
         free(big)
 
 
-cdef class LlamaModel:
+cdef class LlamaModel(Handle):
     """A GGUF model loaded by llama.cpp, with its vocabulary.
 
     Create one with :meth:`load`, :meth:`load_splits` or :meth:`from_metadata`. A model
@@ -304,11 +305,6 @@ cdef class LlamaModel:
         self._n_children -= 1
         if self._closed:
             self._free()
-
-    cdef int _ensure_alive(self) except -1:
-        if self._closed:
-            raise ClosedError("the model is closed")
-        return 0
 
     cdef int _check_token(self, llama_token token) except -1:
         if token < 0 or token >= self.n_vocab:
@@ -437,21 +433,6 @@ cdef class LlamaModel:
         if ptr == NULL:
             raise ModelLoadError("llama_model_init_from_user failed (see the 'llama_cy' log)")
         return LlamaModel._wrap(ptr, None)
-
-    def close(self):
-        """Release the model; contexts still using it keep it alive until they close."""
-        self._free()
-
-    @property
-    def closed(self):
-        return self._closed
-
-    def __enter__(self):
-        self._ensure_alive()
-        return self
-
-    def __exit__(self, *exc):
-        self._free()
 
     def __repr__(self):
         if self._closed:

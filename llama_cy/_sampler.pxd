@@ -1,9 +1,9 @@
+from llama_cy._handle cimport Handle
 from llama_cy._c.llama cimport llama_sampler, llama_token_data
 
 
-cdef class LlamaSampler:
+cdef class LlamaSampler(Handle):
     cdef llama_sampler *ptr
-    cdef bint _closed
     # Python samplers inside this one: their errors are re-raised after each call.
     cdef list _python
     # Contains a grammar sampler: accept() checks the grammar allows the token first.
@@ -12,6 +12,5 @@ cdef class LlamaSampler:
     cdef llama_token_data *_cur
     cdef int _cur_cap
 
-    cdef int _ensure_alive(self) except -1
     cdef int _raise_pending(self) except -1
     cdef void _free(self) noexcept

@@ -1,11 +1,12 @@
 from collections.abc import Iterable, Mapping
-from typing import Protocol, Self, type_check_only
+from typing import Protocol, type_check_only
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import disjoint_base
 
 from llama_cy._context import LlamaContext
+from llama_cy._handle import Handle
 from llama_cy._model import LlamaModel
 from llama_cy.perf import SamplerPerf
 
@@ -16,13 +17,10 @@ class PythonSampler(Protocol):
     def apply(self, candidates: npt.NDArray[np.void], /) -> int | None: ...
 
 @disjoint_base
-class LlamaSampler:
+class LlamaSampler(Handle):
     """A llama.cpp sampler, or a chain of them."""
     # Raises TypeError: instances come from the static constructors.
     def __init__(self, *args: object, **kwargs: object) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *exc: object) -> None: ...
     def __len__(self) -> int: ...
     def sample(self, ctx: LlamaContext, idx: int = -1, *, accept: bool = True) -> int: ...
     def accept(self, token: int) -> None: ...

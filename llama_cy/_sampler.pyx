@@ -9,11 +9,12 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memmove, memset, strcmp
 
 from llama_cy._c cimport llama as c
+from llama_cy._handle cimport Handle
 from llama_cy._c.llama cimport llama_token, llama_token_data, llama_token_data_array
 from llama_cy._context cimport LlamaContext
 from llama_cy._model cimport LlamaModel
 
-from llama_cy.errors import ClosedError, GrammarError, LlamaError
+from llama_cy.errors import GrammarError, LlamaError
 from llama_cy.perf import SamplerPerf
 
 # Compiled as C++ so that these two can turn C++ exceptions escaping llama.cpp's C API
@@ -120,7 +121,7 @@ cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
     return s
 
 
-cdef class LlamaSampler:
+cdef class LlamaSampler(Handle):
     """A llama.cpp sampler, or a chain of them (``LlamaSampler.chain([...])``).
 
     ``sample(ctx, i)`` picks a token from the logits of batch entry ``i`` and, like
@@ -130,7 +131,6 @@ cdef class LlamaSampler:
 
     def __cinit__(self):
         self.ptr = NULL
-        self._closed = True
         self._cur = NULL
         self._cur_cap = 0
 
@@ -149,11 +149,6 @@ cdef class LlamaSampler:
             c.llama_sampler_free(self.ptr)
             self.ptr = NULL
 
-    cdef int _ensure_alive(self) except -1:
-        if self._closed:
-            raise ClosedError("the sampler is closed (or was moved into a chain)")
-        return 0
-
     cdef int _raise_pending(self) except -1:
         cdef _PythonSampler s
         for s in self._python:
@@ -161,16 +156,6 @@ cdef class LlamaSampler:
                 exc, s.error = s.error, None
                 raise exc
         return 0
-
-    def close(self):
-        self._free()
-
-    def __enter__(self):
-        self._ensure_alive()
-        return self
-
-    def __exit__(self, *exc):
-        self._free()
 
     def __repr__(self):
         return "<LlamaSampler closed>" if self._closed else f"<LlamaSampler {self.name!r}>"

@@ -1,4 +1,7 @@
-cdef class ViewOwner:
+from llama_cy._handle cimport Handle
+
+
+cdef class ViewOwner(Handle):
     """Base of types that lend zero-copy NumPy views of their C memory.
 
     Counts the views alive, so that ``close()`` can defer freeing until the last one

@@ -4,10 +4,11 @@ import numpy as np
 
 cimport cython
 
+from llama_cy._handle cimport Handle
 from cpython.buffer cimport PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 
 
-cdef class ViewOwner:
+cdef class ViewOwner(Handle):
     def __cinit__(self):
         self._n_views = 0
 

@@ -1,0 +1,13 @@
+from typing import Self
+
+from typing_extensions import disjoint_base
+
+@disjoint_base
+class Handle:
+    """A C object owned from Python: ``close()`` or a ``with`` block releases it."""
+
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
