@@ -1,0 +1,178 @@
+"""What each side of a comparison runs: llama_cy's loops, in this process or a child.
+
+Every function returns a rate (tokens/s) or a figure measured the way its native
+counterpart measures it, so the two can be compared round by round.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import llama_cy as lc
+
+
+def _context(model: lc.LlamaModel, threads: int, n_ctx: int, **kw: Any) -> lc.LlamaContext:
+    return lc.LlamaContext(model, n_ctx=n_ctx, n_batch=512, n_threads=threads, **kw)
+
+
+def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) -> dict[str, Any]:
+    """The C++ loop's greedy generation, in Python: argmax over the zero-copy logits.
+
+    Timed like llama_loop.cpp: n samples and n - 1 decodes, after the prompt's decode.
+    """
+    ctx = _context(model, threads, n_ctx)
+    batch = lc.LlamaBatch(512)
+    tokens = model.tokenize(prompt)
+    batch.add_sequence(tokens, 0, 0)
+    ctx.decode(batch)
+    out: list[int] = []
+    pos = len(tokens)
+    t0 = time.perf_counter()
+    for i in range(n):
+        token = int(np.argmax(ctx.logits(-1)))
+        if model.is_eog(token):
+            break
+        out.append(token)
+        if i == n - 1:
+            break
+        batch.clear()
+        batch.add(token, pos, (0,), True)
+        ctx.decode(batch)
+        pos += 1
+    gen_s = time.perf_counter() - t0
+    ctx.close()
+    return {"tokens": out, "gen_ms": gen_s * 1e3, "tokens_per_s": len(out) / gen_s}
+
+
+def numpy_sampling(
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+) -> dict[str, Any]:
+    """A custom sampling loop over raw logits: top-k 40, temperature 0.8, softmax, draw."""
+    ctx = _context(model, threads, n_ctx)
+    batch = lc.LlamaBatch(512)
+    tokens = model.tokenize(prompt)
+    batch.add_sequence(tokens, 0, 0)
+    ctx.decode(batch)
+    rng = np.random.default_rng(seed)
+    pos, count = len(tokens), 0
+    t0 = time.perf_counter()
+    for i in range(n):
+        logits = ctx.logits(-1)
+        top = np.argpartition(logits, -40)[-40:]
+        z = logits[top] / 0.8
+        p = np.exp(z - z.max())
+        token = int(top[rng.choice(40, p=p / p.sum())])
+        if model.is_eog(token):
+            break
+        count += 1
+        if i == n - 1:
+            break
+        batch.clear()
+        batch.add(token, pos, (0,), True)
+        ctx.decode(batch)
+        pos += 1
+    gen_s = time.perf_counter() - t0
+    ctx.close()
+    return {"n_gen": count, "gen_ms": gen_s * 1e3, "tokens_per_s": count / gen_s}
+
+
+def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int) -> float:
+    """pp tokens/s as llama-bench measures it: random tokens, one decode, last logits only."""
+    ctx = _context(model, threads, max(n_prompt, 512))
+    rng = np.random.default_rng(0)
+    batch = lc.LlamaBatch(n_prompt)
+    batch.add_sequence(rng.integers(0, model.n_vocab, n_prompt, dtype=np.int32), 0, 0)
+    ctx.decode(batch)  # warm-up, as llama-bench does
+    ctx.clear()
+    t0 = time.perf_counter()
+    ctx.decode(batch)
+    ctx.synchronize()
+    rate = n_prompt / (time.perf_counter() - t0)
+    ctx.close()
+    return rate
+
+
+def batched(model: lc.LlamaModel, n_seq: int, pp: int, tg: int, threads: int) -> float:
+    """Aggregate generation tokens/s for n_seq sequences in one context, as
+    llama-batched-bench measures it: random tokens, every token an output, no sampling."""
+    ctx = _context(model, threads, n_seq * (pp + tg), n_seq_max=n_seq)
+    rng = np.random.default_rng(0)
+    batch = lc.LlamaBatch(max(512, n_seq), n_seq_max=1)
+    batch.add_sequence(rng.integers(0, model.n_vocab, 16, dtype=np.int32), 0, 0, logits_last=False)
+    ctx.decode(batch)  # warm-up
+    ctx.clear()
+    for s in range(n_seq):
+        batch.clear()
+        batch.add_sequence(rng.integers(0, model.n_vocab, pp, dtype=np.int32), 0, s)
+        ctx.decode(batch)
+    t0 = time.perf_counter()
+    for i in range(tg):
+        batch.clear()
+        for s in range(n_seq):
+            batch.add(int(rng.integers(0, model.n_vocab)), pp + i, (s,), True)
+        ctx.decode(batch)
+    ctx.synchronize()
+    rate = n_seq * tg / (time.perf_counter() - t0)
+    ctx.close()
+    return rate
+
+
+LOAD_CHILD = """
+import json, os, sys, time
+import numpy as np
+t0 = time.perf_counter()
+import llama_cy as lc
+t_import = time.perf_counter()
+model = lc.LlamaModel.load(sys.argv[1])
+ctx = lc.LlamaContext(model, n_ctx=int(sys.argv[2]), n_batch=512, n_threads=int(sys.argv[3]))
+t_load = time.perf_counter()
+batch = lc.LlamaBatch(512)
+batch.add_sequence(model.tokenize(sys.argv[4]), 0, 0)
+ctx.decode(batch)
+int(np.argmax(ctx.logits(-1)))
+print(json.dumps({"load_ms": (t_load - t_import) * 1e3, "import_ms": (t_import - t0) * 1e3}))
+"""
+
+
+# ru_maxrss survives exec: a child forked from this (large) process starts with our
+# peak. A small launcher forks the real child from its own small image and reports
+# that grandchild's peak alone.
+RSS_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\nLLAMA_CY_MAXRSS_KB {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[str, int]:
+    """Run a child to completion; its stdout and its own peak RSS in KiB."""
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_LAUNCHER, *cmd], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    rss = int(proc.stderr.rsplit("LLAMA_CY_MAXRSS_KB", 1)[1])
+    return proc.stdout, rss
+
+
+def load_in_child(model: Path, n_ctx: int, threads: int, prompt: str) -> dict[str, float]:
+    """Model load + context creation time, and peak RSS, of a fresh Python process."""
+    env = {**os.environ, "PYTHONSAFEPATH": "1"}
+    out, rss = run_child(
+        [sys.executable, "-c", LOAD_CHILD, str(model), str(n_ctx), str(threads), prompt], env
+    )
+    result: dict[str, float] = json.loads(out)
+    result["rss_mb"] = rss / 1024
+    return result

