@@ -16,7 +16,8 @@ from cpython.pythread cimport (
     PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock, PyThread_release_lock,
     NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
 )
-from libc.signal cimport SIGINT
+from cpython.exc cimport PyErr_CheckSignals
+from libc.signal cimport SIGINT, raise_ as raise_signal
 from libc.stdbool cimport bool as cbool
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport malloc, free
@@ -311,12 +312,13 @@ cdef class LlamaContext(ViewOwner):
             self._lock_release()
         if n_out > self._output_capacity:
             self._output_capacity = n_out
+        self._n_outputs = n_out if rc == 0 else 0
+        if self._abort == 2:
+            # Hand the Ctrl-C to the handler it was meant for (KeyboardInterrupt by default).
+            raise_signal(SIGINT)
+            PyErr_CheckSignals()
         if rc != 0:
-            self._n_outputs = 0
-            if rc == 2 and self._abort == 2:
-                raise KeyboardInterrupt
             raise decode_error(rc, "llama_encode" if encoder else "llama_decode")
-        self._n_outputs = n_out
 
     def abort(self):
         """Stop the running decode (from any thread); it raises AbortedError."""
