@@ -27,12 +27,15 @@ def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) 
     """The C++ loop's greedy generation, in Python: argmax over the zero-copy logits.
 
     Timed like llama_loop.cpp: n samples and n - 1 decodes, after the prompt's decode.
+    ``overhead_us`` is the time per token spent outside llama_decode (llama.cpp's own
+    perf counter): argmax, batch filling and the Python loop itself.
     """
     ctx = _context(model, threads, n_ctx)
     batch = lc.LlamaBatch(512)
     tokens = model.tokenize(prompt)
     batch.add_sequence(tokens, 0, 0)
     ctx.decode(batch)
+    ctx.perf_reset()
     out: list[int] = []
     pos = len(tokens)
     t0 = time.perf_counter()
@@ -48,8 +51,14 @@ def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) 
         ctx.decode(batch)
         pos += 1
     gen_s = time.perf_counter() - t0
+    decode_ms = ctx.perf().t_eval_ms
     ctx.close()
-    return {"tokens": out, "gen_ms": gen_s * 1e3, "tokens_per_s": len(out) / gen_s}
+    return {
+        "tokens": out,
+        "gen_ms": gen_s * 1e3,
+        "tokens_per_s": len(out) / gen_s,
+        "overhead_us": (gen_s * 1e3 - decode_ms) / max(1, len(out)) * 1e3,
+    }
 
 
 def numpy_sampling(
@@ -84,20 +93,23 @@ def numpy_sampling(
     return {"n_gen": count, "gen_ms": gen_s * 1e3, "tokens_per_s": count / gen_s}
 
 
-def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int) -> float:
-    """pp tokens/s as llama-bench measures it: random tokens, one decode, last logits only."""
+def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int, reps: int = 3) -> float:
+    """pp tokens/s as llama-bench measures it: random tokens, one decode, last logits only;
+    a warm-up decode, then the mean rate of ``reps`` timed ones (llama-bench's avg_ts)."""
     ctx = _context(model, threads, max(n_prompt, 512))
     rng = np.random.default_rng(0)
     batch = lc.LlamaBatch(n_prompt)
     batch.add_sequence(rng.integers(0, model.n_vocab, n_prompt, dtype=np.int32), 0, 0)
-    ctx.decode(batch)  # warm-up, as llama-bench does
-    ctx.clear()
-    t0 = time.perf_counter()
     ctx.decode(batch)
-    ctx.synchronize()
-    rate = n_prompt / (time.perf_counter() - t0)
+    rates = []
+    for _ in range(reps):
+        ctx.clear(data=False)  # as llama-bench clears between repetitions
+        t0 = time.perf_counter()
+        ctx.decode(batch)
+        ctx.synchronize()
+        rates.append(n_prompt / (time.perf_counter() - t0))
     ctx.close()
-    return rate
+    return sum(rates) / len(rates)
 
 
 def batched(model: lc.LlamaModel, n_seq: int, pp: int, tg: int, threads: int) -> float:

@@ -1,5 +1,6 @@
 from cpython.pythread cimport PyThread_type_lock
 
+from llama_cy._c.ggml cimport ggml_threadpool_t
 from llama_cy._c.llama cimport llama_context, llama_memory_t
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
@@ -27,6 +28,9 @@ cdef class LlamaContext(ViewOwner):
     cdef volatile int _abort
     # LoRA adapters set on this context -> scale; holding them keeps them alive.
     cdef dict _loras
+    # Persistent threadpools (generation, batch), as llama.cpp's own tools attach.
+    cdef ggml_threadpool_t _tp
+    cdef ggml_threadpool_t _tp_batch
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
     cdef int _lock_acquire(self) except -1
@@ -35,3 +39,5 @@ cdef class LlamaContext(ViewOwner):
     cdef _run(self, LlamaBatch batch, bint encoder)
     cdef int _apply_loras(self, dict loras) except -1
     cdef void _release_loras(self) noexcept
+    cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1
+    cdef void _free_threadpools(self) noexcept

@@ -24,7 +24,11 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
 from llama_cy._c cimport llama as c
-from llama_cy._c.ggml cimport ggml_type, ggml_type_name, GGML_TYPE_COUNT
+from llama_cy._c.ggml cimport (
+    ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t, ggml_threadpool_params,
+    ggml_threadpool_params_default,
+)
+from llama_cy._c.ggml_backend cimport ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address
 from llama_cy._adapter cimport LoraAdapter
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
@@ -67,6 +71,14 @@ cdef dict _ATTENTION = {
 }
 cdef dict _GGML_TYPES = {ggml_type_name(<ggml_type>t).decode(): t for t in range(GGML_TYPE_COUNT)
                          if ggml_type_name(<ggml_type>t) != NULL}
+
+# ggml's threadpool functions live in the CPU backend plugin (GGML_BACKEND_DL).
+ctypedef ggml_threadpool_t (*_tp_new_t)(ggml_threadpool_params *) noexcept nogil
+ctypedef void (*_tp_free_t)(ggml_threadpool_t) noexcept nogil
+cdef _tp_new_t _tp_new = <_tp_new_t>ggml_backend_reg_get_proc_address(
+    ggml_backend_reg_by_name(b"CPU"), b"ggml_threadpool_new")
+cdef _tp_free_t _tp_free = <_tp_free_t>ggml_backend_reg_get_proc_address(
+    ggml_backend_reg_by_name(b"CPU"), b"ggml_threadpool_free")
 
 # The abort flag of the context decoding on the main thread now, for the SIGINT handler.
 cdef volatile int *_interrupt_flag = NULL
@@ -111,6 +123,8 @@ cdef class LlamaContext(ViewOwner):
                   op_offload=None):
         self.ptr = NULL
         self._lock = NULL
+        self._tp = NULL
+        self._tp_batch = NULL
         model._ensure_alive()
         if model.vocab_only:
             raise ContextCreationError("the model was loaded with vocab_only=True: it has no weights to run")
@@ -183,6 +197,7 @@ cdef class LlamaContext(ViewOwner):
         self.model = model
         model._acquire()
         self._closed = False
+        self._attach_threadpools(c.llama_n_threads(self.ptr), c.llama_n_threads_batch(self.ptr))
         self.mem = c.llama_get_memory(self.ptr)
         self.n_ctx = c.llama_n_ctx(self.ptr)
         self.n_batch = c.llama_n_batch(self.ptr)
@@ -202,6 +217,7 @@ cdef class LlamaContext(ViewOwner):
             self.ptr = NULL
             self.model._release()
             self._release_loras()
+        self._free_threadpools()
         if self._lock != NULL:
             PyThread_free_lock(self._lock)
             self._lock = NULL
@@ -216,6 +232,7 @@ cdef class LlamaContext(ViewOwner):
         c.llama_free(self.ptr)
         self.ptr = NULL
         PyThread_release_lock(self._lock)
+        self._free_threadpools()
         self.model._release()
         self._release_loras()
 
@@ -227,6 +244,37 @@ cdef class LlamaContext(ViewOwner):
                 if a._closed:
                     a._free()
         self._loras = None
+
+    cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1:
+        """Give the context persistent threadpools (the caller holds the lock or owns it).
+
+        Without them ggml starts and joins its worker threads on every decode, which is
+        slower and, on a busy machine, erratic; llama.cpp's own tools attach them too.
+        """
+        if _tp_new == NULL or _tp_free == NULL:
+            return 0  # a build whose CPU backend lacks them: llama.cpp's per-decode threads
+        cdef ggml_threadpool_params params = ggml_threadpool_params_default(n_threads)
+        cdef ggml_threadpool_t tp = _tp_new(&params)
+        cdef ggml_threadpool_t tp_batch = tp
+        if tp == NULL:
+            raise MemoryError("ggml_threadpool_new failed")
+        if n_threads_batch != n_threads:
+            params = ggml_threadpool_params_default(n_threads_batch)
+            tp_batch = _tp_new(&params)
+            if tp_batch == NULL:
+                _tp_free(tp)
+                raise MemoryError("ggml_threadpool_new failed")
+        c.llama_attach_threadpool(self.ptr, tp, tp_batch)
+        self._free_threadpools()
+        self._tp, self._tp_batch = tp, tp_batch
+        return 0
+
+    cdef void _free_threadpools(self) noexcept:
+        if self._tp_batch != NULL and self._tp_batch != self._tp:
+            _tp_free(self._tp_batch)
+        if self._tp != NULL:
+            _tp_free(self._tp)
+        self._tp = self._tp_batch = NULL
 
     cdef void _view_released(self) noexcept:
         if self._closed and self._n_views == 0:
@@ -418,7 +466,15 @@ cdef class LlamaContext(ViewOwner):
         self._ensure_alive()
         if n_threads < 1:
             raise ValueError("n_threads must be >= 1")
-        c.llama_set_n_threads(self.ptr, n_threads, n_threads if n_threads_batch is None else n_threads_batch)
+        cdef int n_batch_threads = n_threads if n_threads_batch is None else n_threads_batch
+        if n_batch_threads < 1:
+            raise ValueError("n_threads_batch must be >= 1")
+        self._lock_acquire()
+        try:
+            c.llama_set_n_threads(self.ptr, n_threads, n_batch_threads)
+            self._attach_threadpools(n_threads, n_batch_threads)
+        finally:
+            self._lock_release()
 
     def set_embeddings(self, bint embeddings):
         """Switch embedding extraction on or off for the next decodes."""

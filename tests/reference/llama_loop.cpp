@@ -261,10 +261,23 @@ int run(const Options & o) {
         cparams.n_threads = o.threads;
         cparams.n_threads_batch = o.threads;
     }
+    // A persistent threadpool, as llama.cpp's common code gives its tools (llama-cli,
+    // llama-server): without one, ggml starts and joins threads on every decode. Created
+    // before the context so that it outlives it.
+    using tp_new_t = ggml_threadpool_t (*)(ggml_threadpool_params *);
+    using tp_free_t = void (*)(ggml_threadpool_t);
+    ggml_backend_reg_t cpu = ggml_backend_reg_by_name("CPU");
+    auto tp_new = (tp_new_t) ggml_backend_reg_get_proc_address(cpu, "ggml_threadpool_new");
+    auto tp_free = (tp_free_t) ggml_backend_reg_get_proc_address(cpu, "ggml_threadpool_free");
+    ggml_threadpool_params tpp = ggml_threadpool_params_default(cparams.n_threads);
+    std::unique_ptr<ggml_threadpool, tp_free_t> pool(tp_new ? tp_new(&tpp) : nullptr, tp_free);
     std::unique_ptr<llama_context, decltype(&llama_free)> ctx(
         llama_init_from_model(model.get(), cparams), llama_free);
     if (!ctx) {
         return fail("failed to create a context (n_ctx=" + std::to_string(o.ctx) + ")");
+    }
+    if (pool) {
+        llama_attach_threadpool(ctx.get(), pool.get(), pool.get());
     }
     const double load_ms = ms_since(t_load);
 
