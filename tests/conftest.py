@@ -7,10 +7,13 @@ downloaded from a hub and never committed.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tiny_model import LLAMA_CPP, write_tiny_llama
+
+import llama_cy as lc
 
 # Child Pythons started by the tests (python -c ..., python -m ...) must import the
 # installed llama_cy, not the uncompiled source folder of the working directory.
@@ -41,6 +44,14 @@ def tiny_model_path(model_cache: Path, llama_cpp_source: Path) -> Path:
         write_tiny_llama(partial, vocab="llama-spm")
         partial.replace(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
+    """The tiny model, loaded once per test module and closed after it."""
+    model = lc.LlamaModel.load(tiny_model_path)
+    yield model
+    model.close()
 
 
 @pytest.fixture(scope="session")

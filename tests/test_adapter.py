@@ -41,11 +41,6 @@ def last_logits(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> npt.NDAr
     return ctx.logits(-1).copy()
 
 
-@pytest.fixture
-def tiny(tiny_model_path: Path) -> lc.LlamaModel:
-    return lc.LlamaModel.load(tiny_model_path)
-
-
 def test_lora_changes_logits_and_removal_restores_them(tiny: lc.LlamaModel, tmp_path: Path) -> None:
     adapter = lc.LoraAdapter(tiny, write_tiny_lora(tmp_path / "lora.gguf", tiny))
     assert adapter.metadata["adapter.type"] == "lora"

@@ -18,13 +18,6 @@ from llama_cy.errors import ClosedError
 PROMPT = "The quick brown fox jumps over the lazy dog"
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
-    model = lc.LlamaModel.load(tiny_model_path)
-    yield model
-    model.close()
-
-
 @pytest.fixture
 def ctx(tiny: lc.LlamaModel) -> Iterator[lc.LlamaContext]:
     # One thread: the tiny model decodes in well under a millisecond, and a thread pool

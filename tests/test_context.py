@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from child import run_python
 
 import llama_cy as lc
 from llama_cy.errors import (
@@ -33,13 +33,6 @@ from llama_cy.errors import (
 
 PROMPT = "The quick brown fox jumps over the lazy dog"
 Tokens = npt.NDArray[np.int32] | Sequence[int]
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
-    model = lc.LlamaModel.load(tiny_model_path)
-    yield model
-    model.close()
 
 
 @pytest.fixture(scope="module")
@@ -105,16 +98,6 @@ def fresh_logits(model: lc.LlamaModel, tokens: Tokens) -> npt.NDArray[np.float32
 def data_pointer(arr: npt.NDArray[Any]) -> int:
     pointer: int = arr.__array_interface__["data"][0]
     return pointer
-
-
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter: a crash there is a failed assertion here."""
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 # ---- construction -----------------------------------------------------------------------

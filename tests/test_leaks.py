@@ -7,11 +7,9 @@ import gc
 import os
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import pytest
 
 import llama_cy as lc
 
@@ -39,11 +37,6 @@ class Nudge:
 
 
 HANDLE_TYPES = (lc.LlamaContext, lc.LlamaBatch, lc.LlamaSampler, Nudge)
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_path: Path) -> lc.LlamaModel:
-    return lc.LlamaModel.load(tiny_model_path)
 
 
 def rss_bytes() -> int:

@@ -7,9 +7,6 @@ import gc
 import itertools
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,19 +15,13 @@ import gguf
 import numpy as np
 import numpy.typing as npt
 import pytest
+from child import run_python
 from tiny_model import vocab_file
 
 import llama_cy as lc
 from llama_cy.errors import ClosedError, InvalidTokenError, LlamaError, ModelLoadError
 
 PROMPT = "The quick brown fox jumps over the lazy dog"
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
-    model = lc.LlamaModel.load(tiny_model_path)
-    yield model
-    model.close()
 
 
 @pytest.fixture(scope="module")
@@ -62,16 +53,6 @@ def last_logits(model: lc.LlamaModel, text: str = PROMPT) -> npt.NDArray[np.floa
 def mapped(path: Path) -> bool:
     """Whether this process has ``path`` memory-mapped (llama.cpp maps model files)."""
     return str(path) in Path("/proc/self/maps").read_text()
-
-
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter: a crash there is a failed assertion here."""
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 # ---- loading failures -------------------------------------------------------------------

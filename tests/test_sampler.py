@@ -58,11 +58,6 @@ def logit_of(cands: Candidates, token: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_model_path: Path) -> lc.LlamaModel:
-    return lc.LlamaModel.load(tiny_model_path)
-
-
-@pytest.fixture(scope="module")
 def vocab(tiny: lc.LlamaModel) -> dict[str, int]:
     """The tiny model's token texts (SentencePiece: '▁' for a space) to ids."""
     return {tiny.token_text(i): i for i in range(tiny.n_vocab)}

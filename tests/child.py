@@ -1,0 +1,17 @@
+"""Run test code in a fresh interpreter, so that a crash there fails one test here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) with ``args`` in ``sys.argv[1:]``; never raises on failure."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
