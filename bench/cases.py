@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 import llama_cy as lc
 
@@ -23,12 +25,19 @@ def _context(model: lc.LlamaModel, threads: int, n_ctx: int, **kw: Any) -> lc.Ll
     return lc.LlamaContext(model, n_ctx=n_ctx, n_batch=512, n_threads=threads, **kw)
 
 
-def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) -> dict[str, Any]:
-    """The C++ loop's greedy generation, in Python: argmax over the zero-copy logits.
+def _generate(
+    model: lc.LlamaModel,
+    prompt: str,
+    n: int,
+    threads: int,
+    n_ctx: int,
+    pick: Callable[[npt.NDArray[np.float32]], int],
+) -> dict[str, Any]:
+    """A Python generation loop over the zero-copy logits, timed like llama_loop.cpp:
+    n picks and n - 1 decodes after the prompt's decode, stopping at end of generation.
 
-    Timed like llama_loop.cpp: n samples and n - 1 decodes, after the prompt's decode.
     ``overhead_us`` is the time per token spent outside llama_decode (llama.cpp's own
-    perf counter): argmax, batch filling and the Python loop itself.
+    perf counter): picking, batch filling and the Python loop itself.
     """
     ctx = _context(model, threads, n_ctx)
     batch = lc.LlamaBatch(512)
@@ -40,7 +49,7 @@ def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) 
     pos = len(tokens)
     t0 = time.perf_counter()
     for i in range(n):
-        token = int(np.argmax(ctx.logits(-1)))
+        token = pick(ctx.logits(-1))
         if model.is_eog(token):
             break
         out.append(token)
@@ -61,36 +70,24 @@ def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) 
     }
 
 
+def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) -> dict[str, Any]:
+    """The C++ loop's greedy generation, in Python: argmax over the logits."""
+    return _generate(model, prompt, n, threads, n_ctx, lambda logits: int(np.argmax(logits)))
+
+
 def numpy_sampling(
     model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
 ) -> dict[str, Any]:
     """A custom sampling loop over raw logits: top-k 40, temperature 0.8, softmax, draw."""
-    ctx = _context(model, threads, n_ctx)
-    batch = lc.LlamaBatch(512)
-    tokens = model.tokenize(prompt)
-    batch.add_sequence(tokens, 0, 0)
-    ctx.decode(batch)
     rng = np.random.default_rng(seed)
-    pos, count = len(tokens), 0
-    t0 = time.perf_counter()
-    for i in range(n):
-        logits = ctx.logits(-1)
+
+    def pick(logits: npt.NDArray[np.float32]) -> int:
         top = np.argpartition(logits, -40)[-40:]
         z = logits[top] / 0.8
         p = np.exp(z - z.max())
-        token = int(top[rng.choice(40, p=p / p.sum())])
-        if model.is_eog(token):
-            break
-        count += 1
-        if i == n - 1:
-            break
-        batch.clear()
-        batch.add(token, pos, (0,), True)
-        ctx.decode(batch)
-        pos += 1
-    gen_s = time.perf_counter() - t0
-    ctx.close()
-    return {"n_gen": count, "gen_ms": gen_s * 1e3, "tokens_per_s": count / gen_s}
+        return int(top[rng.choice(40, p=p / p.sum())])
+
+    return _generate(model, prompt, n, threads, n_ctx, pick)
 
 
 def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int, reps: int = 3) -> float:

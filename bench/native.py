@@ -1,7 +1,7 @@
 """llama.cpp's own programs, built from the same source with the same CMake switches.
 
-llama-bench and llama-batched-bench come from llama.cpp's tools; the C++ decode loop is
-tests/reference/llama_loop.cpp, linked against the package's own libllama.
+llama-bench and llama-batched-bench come from llama.cpp's tools; the C++ decode loop
+(tests/reference_loop.py) is linked against the package's own libllama.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from llama_cy._build_config import CMAKE_ARGS
@@ -17,9 +16,6 @@ from llama_cy._build_config import CMAKE_ARGS
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "subprojects" / "llama.cpp"
 TOOLS = ("llama-bench", "llama-batched-bench")
-
-sys.path.insert(0, str(ROOT / "tests"))
-from reference_loop import build_reference  # noqa: E402
 
 # The package build turns llama.cpp's tools off; everything else stays as it was.
 _ENABLE = {
@@ -53,8 +49,3 @@ def build_tools(build: Path) -> dict[str, Path]:
         ["cmake", "--build", str(build), "--parallel", jobs, "--target", *TOOLS], check=True
     )
     return {t: build / "bin" / t for t in TOOLS}
-
-
-def build_loop(build: Path) -> Path:
-    """The C++ greedy / top-k-temp-dist loop (see tests/reference_loop.py)."""
-    return build_reference(build)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 import cases  # noqa: E402
 import native  # noqa: E402
-from reference_loop import run_reference  # noqa: E402
+from reference_loop import build_reference, run_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
 WORK = ROOT / "build" / "bench"
@@ -470,7 +470,7 @@ def main() -> None:
 
     WORK.mkdir(parents=True, exist_ok=True)
     models = prepare_models(args.quick)
-    loop = native.build_loop(WORK / "loop")
+    loop = build_reference(WORK / "loop")
     rows: list[Comparison] = []
     bench_greedy(rows, loop, models, args)
     bench_load(rows, loop, models, args)

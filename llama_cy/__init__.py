@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 # _backend first: importing it loads llama.cpp's backend plugins and routes its log.
+from llama_cy import _backend
 from llama_cy._backend import (
     LLAMA_CPP_BUILD,
     Device,
@@ -67,6 +68,4 @@ def get_include() -> str:
 
 def get_lib_dir() -> str:
     """The folder holding libllama, libggml and the backend plugins (link with rpath to it)."""
-    from llama_cy import _backend
-
     return os.path.dirname(os.path.abspath(_backend.__file__))

@@ -59,21 +59,6 @@ class LlamaModel(Handle):
         progress: Callable[[float], bool | None] | None = None,
     ) -> LlamaModel: ...
     @staticmethod
-    def _load(
-        paths: list[_Path],
-        n_gpu_layers: int,
-        split_mode: str,
-        main_gpu: int,
-        tensor_split: Sequence[float] | None,
-        use_mmap: bool,
-        use_mlock: bool,
-        vocab_only: bool,
-        check_tensors: bool,
-        kv_overrides: Mapping[str, bool | int | float | str] | None,
-        devices: Sequence[Device] | None,
-        progress: Callable[[float], bool | None] | None,
-    ) -> LlamaModel: ...
-    @staticmethod
     def from_metadata(
         metadata: dict[str, Any],
         set_tensor_data: Callable[[str, npt.NDArray[Any]], None],

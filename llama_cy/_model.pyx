@@ -268,6 +268,56 @@ cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, siz
         free(big)
 
 
+cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu, tensor_split,
+                      bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
+                      kv_overrides, devices, progress):
+    """What load() and load_splits() share: the checks, the parameters, the nogil load."""
+    for p in paths:
+        if not os.path.isfile(p):
+            raise ModelLoadError(f"model file not found: {os.fspath(p)!r}")
+        if os.path.getsize(p) == 0:
+            raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
+    cdef c.llama_model_params params = _model_params(
+        n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors)
+    cdef _LoadBuffers buffers = _LoadBuffers()
+    buffers.fill(&params, kv_overrides, tensor_split, devices)
+    cdef _Callback cb = None
+    if progress is not None:
+        cb = _Callback(progress)
+        params.progress_callback = <c.llama_progress_callback>_progress_trampoline
+        params.progress_callback_user_data = <void *>cb
+    encoded = [os.fsencode(p) for p in paths]
+    cdef const char **cpaths = <const char **>malloc(len(encoded) * sizeof(char *))
+    cdef size_t n = len(encoded)
+    cdef c.llama_model *ptr
+    for i, b in enumerate(encoded):
+        cpaths[i] = b
+    try:
+        with nogil:
+            if n == 1:
+                ptr = c.llama_model_load_from_file(cpaths[0], params)
+            else:
+                ptr = c.llama_model_load_from_splits(cpaths, n, params)
+    finally:
+        free(cpaths)
+    if cb is not None and cb.error is not None:
+        if ptr != NULL:
+            c.llama_model_free(ptr)
+        raise cb.error
+    if ptr == NULL:
+        what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
+        raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "
+                             "(llama.cpp's log, logger 'llama_cy', has the details)")
+    cdef LlamaModel model = LlamaModel._wrap(ptr, os.fspath(paths[0]))
+    model.vocab_only = vocab_only
+    if kv_overrides:
+        model._overrides = {
+            k: ("true" if v else "false") if isinstance(v, bool) else str(v)
+            for k, v in kv_overrides.items()
+        }
+    return model
+
+
 cdef class LlamaModel(Handle):
     """A GGUF model loaded by llama.cpp, with its vocabulary.
 
@@ -334,9 +384,9 @@ cdef class LlamaModel(Handle):
         ``False`` cancels it. Raises :class:`~llama_cy.errors.ModelLoadError` for a missing,
         empty, corrupt or truncated file, or a cancelled load.
         """
-        return LlamaModel._load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
-                                use_mmap, use_mlock, vocab_only, check_tensors,
-                                kv_overrides, devices, progress)
+        return _load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
+                     use_mmap, use_mlock, vocab_only, check_tensors,
+                     kv_overrides, devices, progress)
 
     @staticmethod
     def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
@@ -347,58 +397,9 @@ cdef class LlamaModel(Handle):
         paths = list(paths)
         if not paths:
             raise ValueError("load_splits needs at least one path")
-        return LlamaModel._load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
-                                use_mmap, use_mlock, vocab_only, check_tensors,
-                                kv_overrides, devices, progress)
-
-    @staticmethod
-    def _load(list paths, int n_gpu_layers, str split_mode, int main_gpu, tensor_split,
-              bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
-              kv_overrides, devices, progress):
-        for p in paths:
-            if not os.path.isfile(p):
-                raise ModelLoadError(f"model file not found: {os.fspath(p)!r}")
-            if os.path.getsize(p) == 0:
-                raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
-        cdef c.llama_model_params params = _model_params(
-            n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors)
-        cdef _LoadBuffers buffers = _LoadBuffers()
-        buffers.fill(&params, kv_overrides, tensor_split, devices)
-        cdef _Callback cb = None
-        if progress is not None:
-            cb = _Callback(progress)
-            params.progress_callback = <c.llama_progress_callback>_progress_trampoline
-            params.progress_callback_user_data = <void *>cb
-        encoded = [os.fsencode(p) for p in paths]
-        cdef const char **cpaths = <const char **>malloc(len(encoded) * sizeof(char *))
-        cdef size_t n = len(encoded)
-        cdef c.llama_model *ptr
-        for i, b in enumerate(encoded):
-            cpaths[i] = b
-        try:
-            with nogil:
-                if n == 1:
-                    ptr = c.llama_model_load_from_file(cpaths[0], params)
-                else:
-                    ptr = c.llama_model_load_from_splits(cpaths, n, params)
-        finally:
-            free(cpaths)
-        if cb is not None and cb.error is not None:
-            if ptr != NULL:
-                c.llama_model_free(ptr)
-            raise cb.error
-        if ptr == NULL:
-            what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
-            raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "
-                                 "(llama.cpp's log, logger 'llama_cy', has the details)")
-        cdef LlamaModel model = LlamaModel._wrap(ptr, os.fspath(paths[0]))
-        model.vocab_only = vocab_only
-        if kv_overrides:
-            model._overrides = {
-                k: ("true" if v else "false") if isinstance(v, bool) else str(v)
-                for k, v in kv_overrides.items()
-            }
-        return model
+        return _load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
+                     use_mmap, use_mlock, vocab_only, check_tensors,
+                     kv_overrides, devices, progress)
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,
