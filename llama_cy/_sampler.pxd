@@ -1,5 +1,5 @@
 from llama_cy._handle cimport Handle
-from llama_cy._c.llama cimport llama_sampler, llama_token_data
+from llama_cy._c.llama cimport llama_sampler, llama_token, llama_token_data
 
 
 cdef class LlamaSampler(Handle):
@@ -13,4 +13,5 @@ cdef class LlamaSampler(Handle):
     cdef int _cur_cap
 
     cdef int _raise_pending(self) except -1
+    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1
     cdef void _free(self) noexcept

@@ -162,14 +162,35 @@ cdef class LlamaSampler(Handle):
 
     # ---- use ----------------------------------------------------------------------
 
-    def sample(self, LlamaContext ctx not None, int32_t idx=-1, *, bint accept=True):
-        """Pick a token from the logits of batch entry ``idx`` (and accept it)."""
+    def sample(self, LlamaContext ctx not None, int32_t idx=-1, *, bint accept=True,
+               LlamaSampler grammar=None):
+        """Pick a token from the logits of batch entry ``idx`` (and accept it).
+
+        With ``grammar`` (a grammar sampler kept outside this chain) the pick is made as
+        llama.cpp's common sampler makes it: the chain picks freely, and only when the
+        grammar rejects that token is the grammar applied to the whole vocabulary and
+        the chain run again. Both samplers accept the token.
+        """
         self._ensure_alive()
         ctx._ensure_alive()
+        if grammar is not None:
+            grammar._ensure_alive()
         cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
         if logits == NULL:
             raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
-        cdef int32_t n = ctx.n_vocab, i
+        cdef llama_token token = self._pick(logits, ctx.n_vocab, None)
+        if grammar is not None and not _grammar_allows(grammar.ptr, token):
+            token = self._pick(logits, ctx.n_vocab, grammar)
+        if accept:
+            if grammar is not None:
+                c.llama_sampler_accept(grammar.ptr, token)
+            c.llama_sampler_accept(self.ptr, token)
+            self._raise_pending()
+        return token
+
+    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1:
+        """Run the chain (after ``first``, if given) over all ``n`` logits; the selected id."""
+        cdef int32_t i
         if self._cur_cap < n:
             self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
             if self._cur == NULL:
@@ -186,6 +207,8 @@ cdef class LlamaSampler(Handle):
             cur_p.size = n
             cur_p.selected = -1
             cur_p.sorted = False
+            if first is not None:
+                c.llama_sampler_apply(first.ptr, &cur_p)
         if self._python:
             c.llama_sampler_apply(self.ptr, &cur_p)
             self._raise_pending()
@@ -195,11 +218,12 @@ cdef class LlamaSampler(Handle):
         if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
             raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
                              "greedy(), dist(), mirostat() or mirostat_v2()")
-        cdef llama_token token = cur_p.data[cur_p.selected].id
-        if accept:
-            c.llama_sampler_accept(self.ptr, token)
-            self._raise_pending()
-        return token
+        return cur_p.data[cur_p.selected].id
+
+    def allows(self, llama_token token):
+        """Whether every grammar in this sampler accepts ``token`` in its current state."""
+        self._ensure_alive()
+        return _grammar_allows(self.ptr, token)
 
     def accept(self, llama_token token):
         """Tell the sampler which token was chosen (penalties, grammar, mirostat).

@@ -19,6 +19,8 @@ __all__ = [
     "LlamaError",
     "ModelLoadError",
     "StateError",
+    "ContextOverflowError",
+    "BusyError",
     "decode_error",
 ]
 
@@ -69,6 +71,23 @@ class InvalidTokenError(LlamaError, ValueError):
 
 class StateError(LlamaError, OSError):
     """Saving or restoring a context or sequence state failed."""
+
+
+class ContextOverflowError(LlamaError, ValueError):
+    """A prompt does not fit in the context; ``n_tokens`` and ``n_ctx`` say by how much."""
+
+    def __init__(self, n_tokens: int, n_ctx: int) -> None:
+        super().__init__(
+            f"the prompt has {n_tokens} tokens but the context holds {n_ctx} "
+            f"(prompt and at least one generated token must fit): shorten the prompt or "
+            "raise n_ctx"
+        )
+        self.n_tokens = n_tokens
+        self.n_ctx = n_ctx
+
+
+class BusyError(LlamaError, RuntimeError):
+    """The object is in use by an unfinished call in this same thread (an open stream)."""
 
 
 class GrammarError(LlamaError, ValueError):

@@ -1,0 +1,91 @@
+"""What a completion returns: typed results for :meth:`Llama.complete` and :meth:`Llama.stream`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Completion", "CompletionChunk", "StopReason", "Timings", "TokenLogprob"]
+
+#: ``"eog"``: the model ended its turn; ``"stop"``: a stop string matched (it is not in
+#: the text); ``"length"``: max_tokens reached or the context is full.
+StopReason = Literal["eog", "stop", "length"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token with its log-probability under the model (before sampling).
+
+    ``top`` holds the most likely alternatives at that step as ``(token, piece, logprob)``,
+    most likely first. ``offset`` is the character offset of the token's text in the
+    completion text.
+    """
+
+    token: int
+    piece: bytes
+    logprob: float
+    top: tuple[tuple[int, bytes, float], ...]
+    offset: int
+
+    @property
+    def text(self) -> str:
+        return self.piece.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Where a completion spent its time, as llama-server reports it."""
+
+    cached_n: int  #: prompt tokens reused from the KV cache
+    prompt_n: int  #: prompt tokens decoded
+    prompt_ms: float
+    predicted_n: int  #: tokens generated
+    predicted_ms: float
+
+    @property
+    def prompt_per_second(self) -> float:
+        return 1e3 * self.prompt_n / self.prompt_ms if self.prompt_ms > 0 else 0.0
+
+    @property
+    def predicted_per_second(self) -> float:
+        return 1e3 * self.predicted_n / self.predicted_ms if self.predicted_ms > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A finished completion.
+
+    ``tokens`` are all generated tokens, including those of a matched stop string;
+    ``text`` ends before the stop string. ``logprobs`` is ``None`` unless asked for and
+    covers the tokens whose text starts inside ``text``.
+    """
+
+    text: str
+    tokens: list[int]
+    stop_reason: StopReason
+    timings: Timings
+    logprobs: list[TokenLogprob] | None
+    prompt_tokens: int
+    stop: str | None = None  #: the stop string that matched
+
+    @property
+    def finish_reason(self) -> Literal["stop", "length"]:
+        """The OpenAI name of :attr:`stop_reason`."""
+        return "length" if self.stop_reason == "length" else "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionChunk:
+    """A piece of a streamed completion; the last one has ``stop_reason`` and ``timings``.
+
+    ``text`` is never half a character nor part of a stop string; ``tokens`` are the
+    tokens generated since the previous chunk.
+    """
+
+    text: str
+    tokens: list[int]
+    logprobs: list[TokenLogprob] | None = None
+    stop_reason: StopReason | None = None
+    timings: Timings | None = None
+    prompt_tokens: int = 0
+    stop: str | None = None

@@ -1,0 +1,194 @@
+"""Sampling parameters (llama-cpp-python's names) and the llama.cpp sampler chain they make.
+
+The chain follows llama.cpp's common sampler: logit bias, penalties, DRY, top-n-sigma,
+top-k, typical, top-p, min-p, XTC, temperature, then the draw (or mirostat). A grammar
+is kept outside the chain and consulted only when the chain's pick breaks it, as
+llama.cpp does, so a constrained step usually costs no more than a free one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from llama_cy._model import LlamaModel
+from llama_cy._sampler import LlamaSampler
+from llama_cy.grammar import json_schema_to_gbnf
+
+__all__ = ["LlamaGrammar", "LogitsProcessor", "SamplingParams", "build_sampler"]
+
+#: llama-cpp-python's ``logits_processor``: (tokens so far, scores) -> new scores.
+LogitsProcessor = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], npt.NDArray[np.single]]
+
+
+class LlamaGrammar:
+    """A GBNF grammar, as llama-cpp-python's ``LlamaGrammar`` (parsed when sampling starts).
+
+    With ``triggers`` (regular expressions) the grammar is lazy: it applies only once the
+    output matches one, from the trigger's first group on (llama.cpp's lazy grammar).
+    """
+
+    def __init__(self, gbnf: str, root: str = "root", triggers: Sequence[str] = ()) -> None:
+        self.gbnf = gbnf
+        self.root = root
+        self.triggers = tuple(triggers)
+
+    @classmethod
+    def from_string(cls, grammar: str, verbose: bool = True) -> LlamaGrammar:
+        return cls(grammar)
+
+    @classmethod
+    def from_file(cls, path: str, verbose: bool = True) -> LlamaGrammar:
+        with open(path, encoding="utf-8") as f:
+            return cls(f.read())
+
+    @classmethod
+    def from_json_schema(cls, json_schema: str | Mapping[str, Any], verbose: bool = True) -> LlamaGrammar:
+        import json
+
+        schema = json.loads(json_schema) if isinstance(json_schema, str) else json_schema
+        return cls(json_schema_to_gbnf(schema))
+
+
+@dataclass(slots=True)
+class SamplingParams:
+    """Every sampling knob of a completion call; defaults are llama-cpp-python's.
+
+    ``temperature <= 0`` means greedy. ``seed=None`` draws a fresh random seed.
+    """
+
+    temperature: float = 0.8
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    typical_p: float = 1.0
+    repeat_penalty: float = 1.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    penalty_last_n: int = 64
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = -1
+    dry_sequence_breakers: Sequence[str] = ("\n", ":", '"', "*")
+    xtc_probability: float = 0.0
+    xtc_threshold: float = 0.1
+    top_n_sigma: float = -1.0
+    dynatemp_range: float = 0.0
+    dynatemp_exponent: float = 1.0
+    mirostat_mode: int = 0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    seed: int | None = None
+    logit_bias: Mapping[int, float] | None = None
+    grammar: LlamaGrammar | str | None = None
+    logits_processor: Sequence[LogitsProcessor] = field(default_factory=tuple)
+
+    @property
+    def uses_history(self) -> bool:
+        """Whether the chain must see the prompt tokens (penalties, DRY, processors)."""
+        return bool(
+            self.repeat_penalty != 1.0
+            or self.frequency_penalty != 0.0
+            or self.presence_penalty != 0.0
+            or self.dry_multiplier > 0.0
+            or self.logits_processor
+        )
+
+
+class _ProcessorSampler:
+    """llama-cpp-python logits processors as a Python sampler at the head of the chain."""
+
+    def __init__(self, processors: Sequence[LogitsProcessor], history: list[int]) -> None:
+        self.processors = processors
+        self.history = history
+
+    def apply(self, candidates: npt.NDArray[np.void]) -> None:
+        ids = np.asarray(self.history, dtype=np.intc)
+        logits = candidates["logit"]
+        scores = np.empty(len(candidates), dtype=np.single)
+        scores[candidates["id"]] = logits
+        for proc in self.processors:
+            scores = proc(ids, scores)
+        logits[:] = scores[candidates["id"]]
+
+    def accept(self, token: int) -> None:
+        self.history.append(token)
+
+    def reset(self) -> None:
+        self.history.clear()
+
+
+def build_sampler(
+    model: LlamaModel, p: SamplingParams, history: list[int] | None = None
+) -> tuple[LlamaSampler, LlamaSampler | None]:
+    """The sampler chain for ``p`` and, if ``p.grammar`` is set, its grammar sampler.
+
+    ``history`` is the list that logits processors see as the tokens so far (the chain
+    appends each accepted token to it).
+    """
+    n_vocab = model.n_vocab
+    seed = p.seed if p.seed is not None else random.getrandbits(32)
+    chain: list[Any] = []
+    if p.logits_processor:
+        chain.append(_ProcessorSampler(p.logits_processor, history if history is not None else []))
+    if p.logit_bias:
+        chain.append(LlamaSampler.logit_bias(n_vocab, {int(k): float(v) for k, v in p.logit_bias.items()}))
+    if p.repeat_penalty != 1.0 or p.frequency_penalty != 0.0 or p.presence_penalty != 0.0:
+        chain.append(
+            LlamaSampler.penalties(
+                n_vocab, p.penalty_last_n, p.repeat_penalty, p.frequency_penalty, p.presence_penalty
+            )
+        )
+    if p.dry_multiplier > 0.0:
+        chain.append(
+            LlamaSampler.dry(
+                model,
+                p.dry_multiplier,
+                p.dry_base,
+                p.dry_allowed_length,
+                p.dry_penalty_last_n,
+                p.dry_sequence_breakers,
+            )
+        )
+    if p.temperature <= 0.0:
+        chain.append(LlamaSampler.greedy())
+    elif p.mirostat_mode == 1:
+        chain.append(LlamaSampler.temp(p.temperature))
+        chain.append(LlamaSampler.mirostat(n_vocab, seed, p.mirostat_tau, p.mirostat_eta))
+    elif p.mirostat_mode == 2:
+        chain.append(LlamaSampler.temp(p.temperature))
+        chain.append(LlamaSampler.mirostat_v2(seed, p.mirostat_tau, p.mirostat_eta))
+    elif p.mirostat_mode != 0:
+        raise ValueError(f"mirostat_mode must be 0, 1 or 2, not {p.mirostat_mode}")
+    else:
+        if p.top_n_sigma > 0.0:
+            chain.append(LlamaSampler.top_n_sigma(p.top_n_sigma))
+        if p.top_k > 0:
+            chain.append(LlamaSampler.top_k(p.top_k))
+        if p.typical_p < 1.0:
+            chain.append(LlamaSampler.typical(p.typical_p))
+        if p.top_p < 1.0:
+            chain.append(LlamaSampler.top_p(p.top_p))
+        if p.min_p > 0.0:
+            chain.append(LlamaSampler.min_p(p.min_p))
+        if p.xtc_probability > 0.0:
+            chain.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, 1, seed))
+        if p.dynatemp_range > 0.0:
+            chain.append(LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent))
+        else:
+            chain.append(LlamaSampler.temp(p.temperature))
+        chain.append(LlamaSampler.dist(seed))
+    grammar = None
+    if p.grammar is not None:
+        g = p.grammar if isinstance(p.grammar, LlamaGrammar) else LlamaGrammar(p.grammar)
+        if g.triggers:
+            grammar = LlamaSampler.grammar_lazy_patterns(model, g.gbnf, g.root, g.triggers)
+        else:
+            grammar = LlamaSampler.grammar(model, g.gbnf, g.root)
+    return LlamaSampler.chain(chain), grammar
