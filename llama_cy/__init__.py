@@ -13,6 +13,7 @@ from llama_cy import _backend
 from llama_cy._backend import (
     LLAMA_CPP_BUILD,
     Device,
+    default_n_threads,
     devices,
     numa_init,
     supports_gpu_offload,
@@ -32,22 +33,35 @@ from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
 from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
 
+# isort: split
+from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
+from llama_cy.llama import Llama
+from llama_cy.sampling import LlamaGrammar, SamplingParams
+
 __version__ = "0.1.0"
 
 __all__ = [
     "CANDIDATE_DTYPE",
+    "Completion",
+    "CompletionChunk",
     "LLAMA_CPP_BUILD",
     "TOKEN_ATTRS",
     "ContextPerf",
     "Device",
+    "Llama",
     "LlamaBatch",
     "LlamaContext",
     "LlamaError",
+    "LlamaGrammar",
     "LlamaModel",
     "LlamaSampler",
     "LoraAdapter",
     "SamplerPerf",
+    "SamplingParams",
+    "Timings",
+    "TokenLogprob",
     "__version__",
+    "default_n_threads",
     "devices",
     "errors",
     "get_include",

@@ -30,6 +30,7 @@ from llama_cy._c.ggml cimport (
 )
 from llama_cy._c.ggml_backend cimport ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address
 from llama_cy._adapter cimport LoraAdapter
+from llama_cy._backend import default_n_threads
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view
@@ -137,12 +138,10 @@ cdef class LlamaContext(ViewOwner):
         if n_seq_max < 1 or n_seq_max > c.llama_max_parallel_sequences():
             raise ValueError(f"n_seq_max must be in [1, {c.llama_max_parallel_sequences()}]")
         p.n_seq_max = n_seq_max
-        if n_threads is not None:
-            p.n_threads = n_threads
-        if n_threads_batch is not None:
-            p.n_threads_batch = n_threads_batch
-        elif n_threads is not None:
-            p.n_threads_batch = n_threads
+        if n_threads is None:
+            n_threads = default_n_threads()
+        p.n_threads = n_threads
+        p.n_threads_batch = n_threads if n_threads_batch is None else n_threads_batch
         if rope_scaling_type is not None:
             p.rope_scaling_type = _choice(_ROPE_SCALING, rope_scaling_type, "rope_scaling_type")
         if pooling_type is not None:

