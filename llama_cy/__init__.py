@@ -42,10 +42,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CANDIDATE_DTYPE",
-    "Completion",
-    "CompletionChunk",
     "LLAMA_CPP_BUILD",
     "TOKEN_ATTRS",
+    "Completion",
+    "CompletionChunk",
     "ContextPerf",
     "Device",
     "Llama",

@@ -62,11 +62,17 @@ def _strftime_now(fmt: str) -> str:
     return datetime.datetime.now().strftime(fmt)
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
-            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
     # Hugging Face's tojson: no HTML escaping, non-ASCII kept (Jinja2's own escapes both).
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                      sort_keys=sort_keys)
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
 
 
 def jinja_environment() -> Any:
@@ -161,7 +167,8 @@ def _flatten(message: Mapping[str, Any]) -> str:
         fn = call.get("function", call)
         args = fn.get("arguments", {})
         args = json.loads(args) if isinstance(args, str) else args
-        text += f"{TOOL_CALL_OPEN}{json.dumps({'name': fn['name'], 'arguments': args})}{TOOL_CALL_CLOSE}"
+        call_json = json.dumps({"name": fn["name"], "arguments": args})
+        text += f"{TOOL_CALL_OPEN}{call_json}{TOOL_CALL_CLOSE}"
     return text
 
 
@@ -200,11 +207,13 @@ def tool_call_grammar(
         if name is not None and fn["name"] != name:
             continue
         params = fn.get("parameters") or {"type": "object"}
-        options.append({
-            "type": "object",
-            "properties": {"name": {"const": fn["name"]}, "arguments": params},
-            "required": ["name", "arguments"],
-        })
+        options.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                "required": ["name", "arguments"],
+            }
+        )
     if not options:
         raise ValueError(f"tool_choice names {name!r}, which is not among the tools")
     schema = options[0] if len(options) == 1 else {"anyOf": options}
@@ -257,13 +266,16 @@ def _calls_from_json(raw: str) -> list[dict[str, Any]]:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             return []
         args = item.get("arguments", item.get("parameters", {}))
-        calls.append({
-            "id": "call_" + uuid.uuid4().hex[:24],
-            "type": "function",
-            "function": {
-                "name": item["name"],
-                "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-            },
-        })
+        calls.append(
+            {
+                "id": "call_" + uuid.uuid4().hex[:24],
+                "type": "function",
+                "function": {
+                    "name": item["name"],
+                    "arguments": args
+                    if isinstance(args, str)
+                    else json.dumps(args, ensure_ascii=False),
+                },
+            }
+        )
     return calls
-

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 __all__ = [
     "AbortedError",
+    "BusyError",
     "ClosedError",
     "ContextCreationError",
+    "ContextOverflowError",
     "DecodeError",
     "EncodeError",
     "GrammarError",
@@ -19,8 +21,6 @@ __all__ = [
     "LlamaError",
     "ModelLoadError",
     "StateError",
-    "ContextOverflowError",
-    "BusyError",
     "decode_error",
 ]
 

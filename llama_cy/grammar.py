@@ -36,19 +36,53 @@ _FORMATS = {
     "date": '[0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])',
     "time": '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? '
     '("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])',
-    "uuid": "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}",
+    "uuid": '[0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}',
 }
 _FORMATS["date-time"] = f'({_FORMATS["date"]}) "T" ({_FORMATS["time"]})'
 
 # Keywords that only annotate: a grammar may ignore them without admitting invalid output.
 _ANNOTATIONS = frozenset(
-    "title description examples default $schema $id $comment readOnly writeOnly deprecated"
-    " $defs definitions contentMediaType contentEncoding".split()
+    [
+        "title",
+        "description",
+        "examples",
+        "default",
+        "$schema",
+        "$id",
+        "$comment",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "$defs",
+        "definitions",
+        "contentMediaType",
+        "contentEncoding",
+    ]
 )
 _HANDLED = frozenset(
-    "type properties required additionalProperties items prefixItems minItems maxItems enum"
-    " const anyOf oneOf allOf $ref minLength maxLength minimum maximum exclusiveMinimum"
-    " exclusiveMaximum format".split()
+    [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "format",
+    ]
 )
 
 
@@ -281,7 +315,7 @@ class _Converter:
         if missing and extra is False:
             raise ValueError(f"required properties {missing} at {hint!r} are not defined")
         pairs = {
-            name: f"{_json_literal(name)} {ws} \":\" {ws} "
+            name: f'{_json_literal(name)} {ws} ":" {ws} '
             f"({self.visit(props.get(name, extra), f'{hint}-{name}')})"
             for name in [*props, *missing]
         }
@@ -311,7 +345,9 @@ class _Converter:
         return name
 
 
-def _bounds(schema: Mapping[str, Any]) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
+def _bounds(
+    schema: Mapping[str, Any],
+) -> tuple[tuple[float, bool] | None, tuple[float, bool] | None]:
     """(value, exclusive) for the lower and upper bound, or None where there is none."""
     lo = hi = None
     if "minimum" in schema:

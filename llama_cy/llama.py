@@ -19,8 +19,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -53,8 +53,20 @@ StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool
 # llama-cpp-python constructor arguments that have no effect here (accepted so that
 # code written for it runs unchanged).
 _IGNORED_PARAMS = frozenset(
-    "numa logits_all spm_infill rpc_servers chat_handler draft_model tokenizer "
-    "embd_normalize type_k_cache logits_processor no_perf mul_mat_q".split()
+    [
+        "numa",
+        "logits_all",
+        "spm_infill",
+        "rpc_servers",
+        "chat_handler",
+        "draft_model",
+        "tokenizer",
+        "embd_normalize",
+        "type_k_cache",
+        "logits_processor",
+        "no_perf",
+        "mul_mat_q",
+    ]
 )
 
 
@@ -103,7 +115,7 @@ class Llama:
         try:
             self._setup(**params)
             if lora_path is not None:
-                adapter = LoraAdapter.load(self.model, lora_path)
+                adapter = LoraAdapter(self.model, lora_path)
                 self.ctx.set_lora(adapter, lora_scale)
         except BaseException:
             self.close()
@@ -155,7 +167,9 @@ class Llama:
         self._owner: int | None = None
         unknown = set(ignored) - _IGNORED_PARAMS
         if unknown:
-            raise TypeError(f"Llama() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+            raise TypeError(
+                f"Llama() got unexpected keyword argument(s): {', '.join(sorted(unknown))}"
+            )
         if verbose:
             _enable_verbose_log()
         if n_ctx < 0 or n_batch <= 0:
@@ -247,7 +261,9 @@ class Llama:
 
     def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
         """Token ids of ``text`` (BOS added if the model wants one and ``add_bos``)."""
-        tokens: list[int] = self.model.tokenize(text, add_special=add_bos, parse_special=special).tolist()
+        tokens: list[int] = self.model.tokenize(
+            text, add_special=add_bos, parse_special=special
+        ).tolist()
         return tokens
 
     def detokenize(
@@ -284,7 +300,9 @@ class Llama:
 
     # ---- completion ---------------------------------------------------------------------
 
-    def _prompt_tokens(self, prompt: str | bytes | Sequence[int], add_bos: bool = True) -> list[int]:
+    def _prompt_tokens(
+        self, prompt: str | bytes | Sequence[int], add_bos: bool = True
+    ) -> list[int]:
         if isinstance(prompt, (str, bytes)):
             tokens = self.tokenize(prompt, add_bos=add_bos, special=True)
         else:
@@ -314,12 +332,14 @@ class Llama:
         n_logprobs: int | None = None,
         stopping_criteria: Sequence[StoppingCriteria] = (),
         cancel: threading.Event | None = None,
-    ) -> Iterator[CompletionChunk]:
+    ) -> Generator[CompletionChunk, None, None]:
         """The one generation loop: yields a chunk whenever text can be shown, and a last
         chunk with the stop reason and timings."""
         with self._hold():
             if self.embedding:
-                raise ValueError("this Llama was created with embedding=True: it makes embeddings only")
+                raise ValueError(
+                    "this Llama was created with embedding=True: it makes embeddings only"
+                )
             yield from self._generate_held(
                 prompt, max_tokens, stop, params, n_logprobs, stopping_criteria, cancel
             )
@@ -333,7 +353,7 @@ class Llama:
         n_logprobs: int | None,
         stopping_criteria: Sequence[StoppingCriteria],
         cancel: threading.Event | None,
-    ) -> Iterator[CompletionChunk]:
+    ) -> Generator[CompletionChunk, None, None]:
         ctx, model, batch = self.ctx, self.model, self._batch
         n_ctx = ctx.n_ctx
         if len(prompt) >= n_ctx:
@@ -397,7 +417,9 @@ class Llama:
         if logprobs is not None:
             logprobs = [lp for lp in logprobs if lp.offset < text.emitted]
         t2 = time.perf_counter()
-        timings = Timings(cached, len(prompt) - cached, (t1 - t0) * 1e3, len(generated), (t2 - t1) * 1e3)
+        timings = Timings(
+            cached, len(prompt) - cached, (t1 - t0) * 1e3, len(generated), (t2 - t1) * 1e3
+        )
         yield CompletionChunk(out, tokens, logprobs, reason, timings, len(prompt), text.stop)
 
     def _criteria_met(
@@ -461,9 +483,16 @@ class Llama:
             if chunk.logprobs is not None:
                 logprobs = (logprobs or []) + chunk.logprobs
             last = chunk
-        assert last.stop_reason is not None and last.timings is not None
+        assert last.stop_reason is not None
+        assert last.timings is not None
         return Completion(
-            "".join(texts), tokens, last.stop_reason, last.timings, logprobs, last.prompt_tokens, last.stop
+            "".join(texts),
+            tokens,
+            last.stop_reason,
+            last.timings,
+            logprobs,
+            last.prompt_tokens,
+            last.stop,
         )
 
     def stream(
@@ -476,7 +505,7 @@ class Llama:
         add_bos: bool = True,
         stopping_criteria: Sequence[StoppingCriteria] | None = None,
         **sampling: Any,
-    ) -> Iterator[CompletionChunk]:
+    ) -> Generator[CompletionChunk, None, None]:
         """Generate from ``prompt``, yielding text as soon as it is safe to show.
 
         Sampling keywords are those of :class:`~llama_cy.sampling.SamplingParams`.
@@ -520,6 +549,14 @@ class Llama:
 
     # ---- llama-cpp-python's completion API -----------------------------------------
 
+    @overload
+    def create_completion(
+        self, prompt: str | Sequence[int], *, stream: Literal[False] = ..., **kwargs: Any
+    ) -> dict[str, Any]: ...
+    @overload
+    def create_completion(
+        self, prompt: str | Sequence[int], *, stream: Literal[True], **kwargs: Any
+    ) -> Iterator[dict[str, Any]]: ...
     def create_completion(
         self,
         prompt: str | Sequence[int],
@@ -589,12 +626,14 @@ class Llama:
         text = prefix + done.text
         return {
             **meta.head("text_completion"),
-            "choices": [{
-                "text": text,
-                "index": 0,
-                "logprobs": _completion_logprobs(done.logprobs, len(prefix)),
-                "finish_reason": done.finish_reason,
-            }],
+            "choices": [
+                {
+                    "text": text,
+                    "index": 0,
+                    "logprobs": _completion_logprobs(done.logprobs, len(prefix)),
+                    "finish_reason": done.finish_reason,
+                }
+            ],
             "usage": _usage(done.prompt_tokens, len(done.tokens)),
         }
 
@@ -619,7 +658,9 @@ class Llama:
             yield {**meta.head("text_completion"), "choices": [_choice(prefix, None, None)]}
             offset = len(prefix)
         for chunk in chunks:
-            lp = _completion_logprobs(chunk.logprobs, offset) if chunk.logprobs is not None else None
+            lp = (
+                _completion_logprobs(chunk.logprobs, offset) if chunk.logprobs is not None else None
+            )
             offset += len(chunk.text)
             finish = None
             if chunk.stop_reason is not None:
@@ -655,6 +696,22 @@ class Llama:
             text = text[len(bos) :]
         return self.tokenize(text, add_bos=True, special=True)
 
+    @overload
+    def create_chat_completion(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: Literal[False] = ...,
+        **kwargs: Any,
+    ) -> dict[str, Any]: ...
+    @overload
+    def create_chat_completion(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> Iterator[dict[str, Any]]: ...
     def create_chat_completion(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -758,12 +815,14 @@ class Llama:
         message, finish = _chat_message(done, with_tools)
         return {
             **meta.head("chat.completion"),
-            "choices": [{
-                "index": 0,
-                "message": message,
-                "logprobs": _chat_logprobs(done.logprobs) if n_logprobs is not None else None,
-                "finish_reason": finish,
-            }],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": _chat_logprobs(done.logprobs) if n_logprobs is not None else None,
+                    "finish_reason": finish,
+                }
+            ],
             "usage": _usage(done.prompt_tokens, len(done.tokens)),
         }
 
@@ -941,7 +1000,9 @@ class Llama:
         """:meth:`create_completion` for asyncio (``stream=True``: an async iterator)."""
         return await self._acall(self.create_completion, prompt, **kwargs)
 
-    async def acreate_chat_completion(self, messages: Sequence[Mapping[str, Any]], **kwargs: Any) -> Any:
+    async def acreate_chat_completion(
+        self, messages: Sequence[Mapping[str, Any]], **kwargs: Any
+    ) -> Any:
         """:meth:`create_chat_completion` for asyncio (``stream=True``: an async iterator)."""
         return await self._acall(self.create_chat_completion, messages, **kwargs)
 
@@ -1041,12 +1102,18 @@ def _choice(text: str, logprobs: dict[str, Any] | None, finish: str | None) -> d
     return {"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}
 
 
-def _delta(delta: Mapping[str, Any], logprobs: dict[str, Any] | None, finish: str | None) -> dict[str, Any]:
+def _delta(
+    delta: Mapping[str, Any], logprobs: dict[str, Any] | None, finish: str | None
+) -> dict[str, Any]:
     return {"index": 0, "delta": dict(delta), "logprobs": logprobs, "finish_reason": finish}
 
 
 def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _logprob(
@@ -1062,7 +1129,8 @@ def _logprob(
         best = np.argpartition(logits, -n_top)[-n_top:]
         best = best[np.argsort(-logits[best], kind="stable")]
         top = tuple(
-            (int(t), model.token_to_piece(int(t), special=True), float(logits[t]) - lse) for t in best
+            (int(t), model.token_to_piece(int(t), special=True), float(logits[t]) - lse)
+            for t in best
         )
     return TokenLogprob(token, piece, float(logits[token]) - lse, top, offset)
 
@@ -1102,18 +1170,22 @@ def _chat_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
 def _tool_choice(
     tools: Sequence[Mapping[str, Any]] | None, choice: str | Mapping[str, Any] | None
 ) -> str:
-    """"none", "auto", "required" or the name of the one function to call."""
+    """ "none", "auto", "required" or the name of the one function to call."""
     if not tools:
         return "none"
     if choice is None:
         return "auto"
     if isinstance(choice, str):
         if choice not in ("none", "auto", "required"):
-            raise ValueError(f"tool_choice must be 'none', 'auto', 'required' or a function, not {choice!r}")
+            raise ValueError(
+                f"tool_choice must be 'none', 'auto', 'required' or a function, not {choice!r}"
+            )
         return choice
     name = choice.get("function", {}).get("name")
     if not isinstance(name, str):
-        raise ValueError("tool_choice must name a function: {'type': 'function', 'function': {'name': ...}}")
+        raise ValueError(
+            "tool_choice must name a function: {'type': 'function', 'function': {'name': ...}}"
+        )
     return name
 
 
@@ -1128,7 +1200,7 @@ def _with_system(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[s
 
 def _chat_message(done: Completion, with_tools: bool) -> tuple[dict[str, Any], str]:
     message: dict[str, Any] = {"role": "assistant", "content": done.text}
-    finish = done.finish_reason
+    finish: str = done.finish_reason
     if with_tools:
         content, calls = parse_tool_calls(done.text)
         if calls:

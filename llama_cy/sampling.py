@@ -48,7 +48,9 @@ class LlamaGrammar:
             return cls(f.read())
 
     @classmethod
-    def from_json_schema(cls, json_schema: str | Mapping[str, Any], verbose: bool = True) -> LlamaGrammar:
+    def from_json_schema(
+        cls, json_schema: str | Mapping[str, Any], verbose: bool = True
+    ) -> LlamaGrammar:
         import json
 
         schema = json.loads(json_schema) if isinstance(json_schema, str) else json_schema
@@ -138,7 +140,9 @@ def build_sampler(
     if p.logits_processor:
         chain.append(_ProcessorSampler(p.logits_processor, history if history is not None else []))
     if p.logit_bias:
-        chain.append(LlamaSampler.logit_bias(n_vocab, {int(k): float(v) for k, v in p.logit_bias.items()}))
+        chain.append(
+            LlamaSampler.logit_bias(n_vocab, {int(k): float(v) for k, v in p.logit_bias.items()})
+        )
     if p.repeat_penalty != 1.0 or p.frequency_penalty != 0.0 or p.presence_penalty != 0.0:
         chain.append(
             LlamaSampler.penalties(
@@ -180,7 +184,9 @@ def build_sampler(
         if p.xtc_probability > 0.0:
             chain.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, 1, seed))
         if p.dynatemp_range > 0.0:
-            chain.append(LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent))
+            chain.append(
+                LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent)
+            )
         else:
             chain.append(LlamaSampler.temp(p.temperature))
         chain.append(LlamaSampler.dist(seed))

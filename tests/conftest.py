@@ -80,8 +80,16 @@ def gemma_chat_path(gemma_path: Path, model_cache: Path) -> Path:
     if not path.is_file():
         partial = path.with_suffix(".partial")
         subprocess.run(
-            [sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gemma_path), str(partial),
-             "--chat-template-file", str(CHAT_TEMPLATE), "--force"],
+            [
+                sys.executable,
+                "-m",
+                "gguf.scripts.gguf_new_metadata",
+                str(gemma_path),
+                str(partial),
+                "--chat-template-file",
+                str(CHAT_TEMPLATE),
+                "--force",
+            ],
             check=True,
             capture_output=True,
         )

@@ -67,17 +67,23 @@ def render_directly(template: str, **variables: Any) -> str:
 
 def test_the_prompt_is_what_jinja2_renders_from_the_gguf_template(chat_llm: lc.Llama) -> None:
     template = chat_llm.model.chat_template()
-    assert template is not None and "start_of_turn" in template
+    assert template is not None
+    assert "start_of_turn" in template
     for messages, tools in [(MESSAGES, None), (MESSAGES[1:2], [WEATHER, TIME])]:
         expected = render_directly(
-            template, messages=messages, tools=tools, add_generation_prompt=True,
-            bos_token="<bos>", eos_token="<eos>",
+            template,
+            messages=messages,
+            tools=tools,
+            add_generation_prompt=True,
+            bos_token="<bos>",
+            eos_token="<eos>",
         )
         assert chat_llm.apply_chat_template(messages, tools=tools) == expected
     assert "get_weather" in chat_llm.apply_chat_template(MESSAGES[1:2], tools=[WEATHER])
     # The template's BOS text and the tokenizer's BOS make one BOS token, not two.
     tokens = chat_llm._chat_tokens(chat_llm.apply_chat_template(MESSAGES))
-    assert tokens[0] == chat_llm.token_bos() and tokens[1] != chat_llm.token_bos()
+    assert tokens[0] == chat_llm.token_bos()
+    assert tokens[1] != chat_llm.token_bos()
 
 
 def test_template_errors_surface(chat_llm: lc.Llama) -> None:
@@ -93,11 +99,16 @@ def test_a_model_without_a_template_uses_llama_cpp_built_in_one(gemma_llm: lc.Ll
     assert gemma_llm.apply_chat_template(MESSAGES) == expected
     assert expected.startswith("<start_of_turn>user\nYou are terse.")
     named = lc.Llama.from_model(gemma_llm.model, n_ctx=256, chat_format="chatml")
-    assert named.apply_chat_template(MESSAGES[1:2]) == "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        named.apply_chat_template(MESSAGES[1:2])
+        == "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+    )
     named.close()
 
 
-def test_chat_completion_greedy_matches_completion_of_the_rendered_prompt(chat_llm: lc.Llama) -> None:
+def test_chat_completion_greedy_matches_completion_of_the_rendered_prompt(
+    chat_llm: lc.Llama,
+) -> None:
     out = chat_llm.create_chat_completion(MESSAGES, max_tokens=16, temperature=0)
     assert isinstance(out, dict)
     assert out["object"] == "chat.completion"
@@ -133,7 +144,8 @@ def test_chat_logprobs(chat_llm: lc.Llama) -> None:
     content = out["choices"][0]["logprobs"]["content"]
     assert "".join(c["token"] for c in content) == out["choices"][0]["message"]["content"]
     for c in content:
-        assert c["logprob"] <= 0 and len(c["top_logprobs"]) == 2
+        assert c["logprob"] <= 0
+        assert len(c["top_logprobs"]) == 2
         assert c["top_logprobs"][0]["logprob"] >= c["logprob"] - 1e-9
         assert bytes(c["bytes"]).decode() == c["token"]
 
@@ -155,14 +167,20 @@ def test_chat_logprobs(chat_llm: lc.Llama) -> None:
             None,
             [("a", {}), ("b", {"x": 1})],
         ),
-        ('{"name": "get_time", "parameters": {"zone": "UTC"}}', None, [("get_time", {"zone": "UTC"})]),
+        (
+            '{"name": "get_time", "parameters": {"zone": "UTC"}}',
+            None,
+            [("get_time", {"zone": "UTC"})],
+        ),
         ('[TOOL_CALLS] [{"name": "f", "arguments": {"q": "é"}}]', None, [("f", {"q": "é"})]),
         ("Just text.", "Just text.", []),
         ('<tool_call>{"name": broken</tool_call>', '<tool_call>{"name": broken</tool_call>', []),
         ('{"not": "a call"}', '{"not": "a call"}', []),
     ],
 )
-def test_parse_tool_calls(text: str, content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> None:
+def test_parse_tool_calls(
+    text: str, content: str | None, calls: list[tuple[str, dict[str, Any]]]
+) -> None:
     got_content, got = parse_tool_calls(text)
     assert got_content == content
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == calls
@@ -188,23 +206,32 @@ def test_required_and_named_tool_choice_give_valid_calls(
 ) -> None:
     llm: lc.Llama = request.getfixturevalue(llm_name)
     question = [{"role": "user", "content": "What is the weather in Paris, in celsius?"}]
-    out = llm.create_chat_completion(question, tools=[WEATHER, TIME], tool_choice="required", max_tokens=80)
+    out = llm.create_chat_completion(
+        question, tools=[WEATHER, TIME], tool_choice="required", max_tokens=80
+    )
     _check_call(out, None)
     named = {"type": "function", "function": {"name": "get_time"}}
-    out = llm.create_chat_completion(question, tools=[WEATHER, TIME], tool_choice=named, max_tokens=80)
+    out = llm.create_chat_completion(
+        question, tools=[WEATHER, TIME], tool_choice=named, max_tokens=80
+    )
     _check_call(out, "get_time")
     # Streaming gives the same call in a delta.
     chunks = list(
-        llm.create_chat_completion(question, tools=[WEATHER], tool_choice="required", max_tokens=80, stream=True)
+        llm.create_chat_completion(
+            question, tools=[WEATHER], tool_choice="required", max_tokens=80, stream=True
+        )
     )
     delta_calls = [c for ch in chunks for c in ch["choices"][0]["delta"].get("tool_calls", [])]
-    assert len(delta_calls) == 1 and delta_calls[0]["function"]["name"] == "get_weather"
+    assert len(delta_calls) == 1
+    assert delta_calls[0]["function"]["name"] == "get_weather"
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
 def test_tool_choice_none_and_auto(chat_llm: lc.Llama) -> None:
     question = [{"role": "user", "content": "Say hello."}]
-    out = chat_llm.create_chat_completion(question, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0)
+    out = chat_llm.create_chat_completion(
+        question, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0
+    )
     assert isinstance(out, dict)
     assert "tool_calls" not in out["choices"][0]["message"]
     # tool_choice "none": the template is rendered without the tools.
@@ -214,7 +241,9 @@ def test_tool_choice_none_and_auto(chat_llm: lc.Llama) -> None:
     assert auto["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
     with pytest.raises(ValueError, match="not among the tools"):
         chat_llm.create_chat_completion(
-            question, tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "nope"}}
+            question,
+            tools=[WEATHER],
+            tool_choice={"type": "function", "function": {"name": "nope"}},
         )
     with pytest.raises(ValueError, match="tool_choice"):
         chat_llm.create_chat_completion(question, tools=[WEATHER], tool_choice="sometimes")
@@ -243,18 +272,31 @@ def test_auto_tool_grammar_wakes_at_the_tag(chat_llm: lc.Llama) -> None:
     _check_call(out, "get_weather")
 
 
-def test_history_with_tool_calls_and_results_renders(gemma_llm: lc.Llama, chat_llm: lc.Llama) -> None:
-    history = [
+def test_history_with_tool_calls_and_results_renders(
+    gemma_llm: lc.Llama, chat_llm: lc.Llama
+) -> None:
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "Weather in Oslo?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Oslo", "unit": "celsius"}'}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "arguments": '{"city": "Oslo", "unit": "celsius"}',
+                    },
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "4 degrees"},
     ]
     for llm in (gemma_llm, chat_llm):
         prompt = llm.apply_chat_template(history)
-        assert "get_weather" in prompt and "4 degrees" in prompt
+        assert "get_weather" in prompt
+        assert "4 degrees" in prompt
 
 
 # ---- structured output ---------------------------------------------------------------------
@@ -266,7 +308,10 @@ SCHEMAS: list[dict[str, Any]] = [
             "name": {"type": "string", "maxLength": 20},
             "address": {
                 "type": "object",
-                "properties": {"city": {"type": "string", "maxLength": 20}, "zip": {"type": "string", "maxLength": 8}},
+                "properties": {
+                    "city": {"type": "string", "maxLength": 20},
+                    "zip": {"type": "string", "maxLength": 8},
+                },
                 "required": ["city"],
             },
         },
@@ -274,7 +319,14 @@ SCHEMAS: list[dict[str, Any]] = [
     },
     {  # arrays with bounds
         "type": "object",
-        "properties": {"colours": {"type": "array", "items": {"type": "string", "maxLength": 12}, "minItems": 2, "maxItems": 4}},
+        "properties": {
+            "colours": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 12},
+                "minItems": 2,
+                "maxItems": 4,
+            }
+        },
         "required": ["colours"],
     },
     {  # enums and const
@@ -299,7 +351,10 @@ SCHEMAS: list[dict[str, Any]] = [
         "$defs": {
             "item": {
                 "type": "object",
-                "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 999}, "tag": {"type": ["string", "null"], "maxLength": 10}},
+                "properties": {
+                    "id": {"type": "integer", "minimum": 0, "maximum": 999},
+                    "tag": {"type": ["string", "null"], "maxLength": 10},
+                },
                 "required": ["id"],
                 "additionalProperties": False,
             }
@@ -317,7 +372,9 @@ SCHEMAS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=["nested", "array", "enum", "numbers", "refs"])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_json_schema_output_validates(gemma_llm: lc.Llama, schema: dict[str, Any], seed: int) -> None:
+def test_json_schema_output_validates(
+    gemma_llm: lc.Llama, schema: dict[str, Any], seed: int
+) -> None:
     out = gemma_llm.create_chat_completion(
         [{"role": "user", "content": "Reply with a JSON example."}],
         response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}},
@@ -333,7 +390,11 @@ def test_json_schema_output_validates(gemma_llm: lc.Llama, schema: dict[str, Any
 
 def test_json_object_mode_and_llama_cpp_python_schema_form(gemma_llm: lc.Llama) -> None:
     question = [{"role": "user", "content": "Describe a cat as JSON."}]
-    schema = {"type": "object", "properties": {"legs": {"type": "integer", "minimum": 0, "maximum": 8}}, "required": ["legs"]}
+    schema = {
+        "type": "object",
+        "properties": {"legs": {"type": "integer", "minimum": 0, "maximum": 8}},
+        "required": ["legs"],
+    }
     out = gemma_llm.create_chat_completion(
         question, response_format={"type": "json_object", "schema": schema}, max_tokens=60, seed=1
     )
@@ -371,8 +432,17 @@ def test_one_sided_and_exclusive_bounds(gemma_llm: lc.Llama) -> None:
     assert [n for n in range(0, 15) if accepts(m, g, str(n))] == list(range(6, 15))
     assert accepts(m, g, "123456789")
     g = json_schema_to_gbnf({"type": "number", "minimum": -1.5, "exclusiveMaximum": 2})
-    for text, ok in [("-1", True), ("-0.5", True), ("0", True), ("1.999", True), ("2", False),
-                     ("2.5", False), ("-2", False), ("1.50", False), ("-1.6", False)]:
+    for text, ok in [
+        ("-1", True),
+        ("-0.5", True),
+        ("0", True),
+        ("1.999", True),
+        ("2", False),
+        ("2.5", False),
+        ("-2", False),
+        ("1.50", False),
+        ("-1.6", False),
+    ]:
         assert accepts(m, g, text) == ok, text
         if ok:
             assert -1.5 <= float(text) < 2

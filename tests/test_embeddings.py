@@ -22,7 +22,8 @@ def embedder(gemma_path: Path) -> Iterator[lc.Llama]:
 
 def test_create_embedding_shape_and_unit_norm(embedder: lc.Llama) -> None:
     out = embedder.create_embedding(TEXTS)
-    assert out["object"] == "list" and len(out["data"]) == len(TEXTS)
+    assert out["object"] == "list"
+    assert len(out["data"]) == len(TEXTS)
     vectors = np.array([d["embedding"] for d in out["data"]])
     assert vectors.shape == (len(TEXTS), embedder.n_embd())
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
@@ -31,14 +32,18 @@ def test_create_embedding_shape_and_unit_norm(embedder: lc.Llama) -> None:
     assert out["usage"] == {"prompt_tokens": n_tokens, "total_tokens": n_tokens}
 
 
-def test_embed_is_unnormalised_by_default_and_single_input_gives_one_vector(embedder: lc.Llama) -> None:
+def test_embed_is_unnormalised_by_default_and_single_input_gives_one_vector(
+    embedder: lc.Llama,
+) -> None:
     one = embedder.embed(TEXTS[0])
-    assert isinstance(one[0], float) and len(one) == embedder.n_embd()
+    assert isinstance(one[0], float)
+    assert len(one) == embedder.n_embd()
     assert abs(np.linalg.norm(one) - 1.0) > 1e-3
     unit = np.array(embedder.embed(TEXTS[0], normalize=True))
     np.testing.assert_allclose(unit, np.array(one) / np.linalg.norm(one), rtol=1e-4, atol=1e-6)
     vectors, count = embedder.embed(TEXTS, return_count=True)
-    assert len(vectors) == len(TEXTS) and count == sum(len(embedder.tokenize(t.encode())) for t in TEXTS)
+    assert len(vectors) == len(TEXTS)
+    assert count == sum(len(embedder.tokenize(t.encode())) for t in TEXTS)
 
 
 def test_packed_inputs_embed_as_they_do_alone(embedder: lc.Llama) -> None:
@@ -53,7 +58,9 @@ def test_packed_inputs_embed_as_they_do_alone(embedder: lc.Llama) -> None:
 
 
 def test_mean_pooling_is_the_mean_of_token_embeddings(gemma_path: Path, embedder: lc.Llama) -> None:
-    with lc.Llama(gemma_path, embedding=True, pooling_type="none", n_ctx=512, n_threads=2) as per_token:
+    with lc.Llama(
+        gemma_path, embedding=True, pooling_type="none", n_ctx=512, n_threads=2
+    ) as per_token:
         rows = np.array(per_token.embed(TEXTS[0]))
         assert rows.shape == (len(per_token.tokenize(TEXTS[0].encode())), per_token.n_embd())
         out = per_token.create_embedding(TEXTS[:2], normalize=False)
@@ -65,7 +72,9 @@ def test_mean_pooling_is_the_mean_of_token_embeddings(gemma_path: Path, embedder
 
 def test_many_inputs_need_several_batches(gemma_path: Path) -> None:
     texts = [f"sentence number {i} about topic {i % 7}" for i in range(150)]
-    with lc.Llama(gemma_path, embedding=True, pooling_type="last", n_ctx=512, n_batch=128, n_threads=2) as llm:
+    with lc.Llama(
+        gemma_path, embedding=True, pooling_type="last", n_ctx=512, n_batch=128, n_threads=2
+    ) as llm:
         assert llm.ctx.n_seq_max > 1
         vectors = np.array(llm.embed(texts, normalize=True))
         assert vectors.shape == (150, llm.n_embd())

@@ -21,7 +21,7 @@ sys.modules["llama_cpp"] = llama_cy
 """
 
 EXAMPLES = {
-    "completion": '''
+    "completion": """
 from llama_cpp import Llama
 
 llm = Llama(
@@ -37,8 +37,8 @@ output = llm(
       echo=True # Echo the prompt back in the output
 ) # Generate a completion, can also call create_completion
 print(json.dumps(output))
-''',
-    "chat": '''
+""",
+    "chat": """
 from llama_cpp import Llama
 llm = Llama(
       model_path="path/to/llama-2/llama-model.gguf",
@@ -54,8 +54,8 @@ out = llm.create_chat_completion(
       ]
 )
 print(json.dumps(out))
-''',
-    "json_mode": '''
+""",
+    "json_mode": """
 from llama_cpp import Llama
 llm = Llama(model_path="path/to/model.gguf", chat_format="chatml")
 out = llm.create_chat_completion(
@@ -77,8 +77,8 @@ out = llm.create_chat_completion(
     temperature=0.7,
 )
 print(json.dumps(out))
-''',
-    "function_calling": '''
+""",
+    "function_calling": """
 from llama_cpp import Llama
 llm = Llama(model_path="path/to/chatml/llama-model.gguf", chat_format="chatml-function-calling")
 out = llm.create_chat_completion(
@@ -122,8 +122,8 @@ out = llm.create_chat_completion(
       }
 )
 print(json.dumps(out))
-''',
-    "embeddings": '''
+""",
+    "embeddings": """
 import llama_cpp
 
 llm = llama_cpp.Llama(model_path="path/to/model.gguf", embedding=True)
@@ -134,8 +134,8 @@ embeddings = llm.create_embedding("Hello, world!")
 
 embeddings = llm.create_embedding(["Hello, world!", "Goodbye, world!"])
 print(json.dumps(embeddings))
-''',
-    "streaming": '''
+""",
+    "streaming": """
 from llama_cpp import Llama
 llm = Llama(model_path="./models/7B/llama-model.gguf")
 texts = []
@@ -149,7 +149,7 @@ for chunk in llm.create_chat_completion(
     if "content" in delta:
         chat.append(delta["content"])
 print(json.dumps({"texts": texts, "chat": chat}))
-''',
+""",
 }
 
 PATHS = [
@@ -177,21 +177,26 @@ def test_documented_example_runs_unchanged(name: str, gemma_path: Path) -> None:
         choice = out["choices"][0]
         assert out["object"] == "text_completion"
         assert choice["text"].startswith("Q: Name the planets in the solar system? A: ")
-        assert "\n" not in choice["text"] and "Q:" not in choice["text"][3:]
+        assert "\n" not in choice["text"]
+        assert "Q:" not in choice["text"][3:]
         assert choice["finish_reason"] in ("stop", "length")
     elif name in ("chat", "json_mode"):
         message = out["choices"][0]["message"]
-        assert out["object"] == "chat.completion" and message["role"] == "assistant"
-        assert isinstance(message["content"], str) and message["content"]
+        assert out["object"] == "chat.completion"
+        assert message["role"] == "assistant"
+        assert isinstance(message["content"], str)
+        assert message["content"]
         if name == "json_mode" and out["choices"][0]["finish_reason"] == "stop":
             assert isinstance(json.loads(message["content"])["team_name"], str)
     elif name == "function_calling":
         (call,) = out["choices"][0]["message"]["tool_calls"]
         args = json.loads(call["function"]["arguments"])
         assert call["function"]["name"] == "UserDetail"
-        assert isinstance(args["name"], str) and isinstance(args["age"], int)
+        assert isinstance(args["name"], str)
+        assert isinstance(args["age"], int)
     elif name == "embeddings":
         assert [d["index"] for d in out["data"]] == [0, 1]
         assert all(len(d["embedding"]) > 0 for d in out["data"])
     else:
-        assert "".join(out["texts"]) and "".join(out["chat"])
+        assert "".join(out["texts"])
+        assert "".join(out["chat"])

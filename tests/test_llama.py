@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -63,7 +64,7 @@ def test_greedy_create_completion_equals_the_building_blocks_loop(
 
 @pytest.mark.parametrize("seed", [1, 7])
 def test_stream_concatenates_to_the_non_stream_text(gemma_llm: lc.Llama, seed: int) -> None:
-    kw = {"max_tokens": 40, "temperature": 0.9, "seed": seed, "top_k": 100}
+    kw: dict[str, Any] = {"max_tokens": 40, "temperature": 0.9, "seed": seed, "top_k": 100}
     whole = gemma_llm.create_completion("Once upon a time", **kw)
     assert isinstance(whole, dict)
     chunks = list(gemma_llm.create_completion("Once upon a time", stream=True, **kw))
@@ -73,7 +74,8 @@ def test_stream_concatenates_to_the_non_stream_text(gemma_llm: lc.Llama, seed: i
     typed = list(gemma_llm.stream("Once upon a time", **kw))
     assert "".join(c.text for c in typed) == whole["choices"][0]["text"]
     assert sum(len(c.tokens) for c in typed) == whole["usage"]["completion_tokens"]
-    assert typed[-1].timings is not None and typed[-1].stop_reason is not None
+    assert typed[-1].timings is not None
+    assert typed[-1].stop_reason is not None
 
 
 def test_stream_never_emits_half_a_character(gemma_llm: lc.Llama) -> None:
@@ -93,7 +95,8 @@ def test_stream_never_emits_half_a_character(gemma_llm: lc.Llama) -> None:
     assert len(partial) >= 4  # the test really did split characters over tokens
     # A character cut short by the end of generation comes out as U+FFFD, once.
     cut = gemma_llm.complete("Write:", max_tokens=2, grammar=grammar, seed=1)
-    assert cut.text == "\ufffd" and cut.stop_reason == "length"
+    assert cut.text == "\ufffd"
+    assert cut.stop_reason == "length"
 
 
 def test_stop_strings_cut_across_tokens_and_are_never_emitted(gemma_llm: lc.Llama) -> None:
@@ -106,12 +109,19 @@ def test_stop_strings_cut_across_tokens_and_are_never_emitted(gemma_llm: lc.Llam
     first = free.text.index(stop)
     done = gemma_llm.complete("The capital of France is", max_tokens=40, temperature=0, stop=[stop])
     assert done.text == free.text[:first]
-    assert done.stop_reason == "stop" and done.stop == stop and done.finish_reason == "stop"
-    chunks = list(gemma_llm.stream("The capital of France is", max_tokens=40, temperature=0, stop=stop))
+    assert done.stop_reason == "stop"
+    assert done.stop == stop
+    assert done.finish_reason == "stop"
+    chunks = list(
+        gemma_llm.stream("The capital of France is", max_tokens=40, temperature=0, stop=stop)
+    )
     assert "".join(c.text for c in chunks) == free.text[:first]
     assert not any(stop in c.text for c in chunks)
-    never = gemma_llm.complete("The capital of France is", max_tokens=40, temperature=0, stop=["#@!"])
-    assert never.text == free.text and never.stop_reason == "length"
+    never = gemma_llm.complete(
+        "The capital of France is", max_tokens=40, temperature=0, stop=["#@!"]
+    )
+    assert never.text == free.text
+    assert never.stop_reason == "length"
     out = gemma_llm("The capital of France is", max_tokens=40, temperature=0, stop=[stop, "zzz"])
     assert isinstance(out, dict)
     assert out["choices"][0]["text"] == free.text[:first]
@@ -123,7 +133,8 @@ def test_logprobs_come_from_the_live_logits(gemma_llm: lc.Llama) -> None:
     tokens, expected = greedy_loop(gemma_llm.model, prompt, 12)
     gemma_llm.reset()
     done = gemma_llm.complete(prompt, max_tokens=12, temperature=0, logprobs=3)
-    assert done.logprobs is not None and len(done.logprobs) == len(tokens)
+    assert done.logprobs is not None
+    assert len(done.logprobs) == len(tokens)
     for lp, token, want in zip(done.logprobs, tokens, expected, strict=True):
         assert lp.token == token
         assert lp.logprob == pytest.approx(want, abs=1e-3)
@@ -136,9 +147,13 @@ def test_logprobs_come_from_the_live_logits(gemma_llm: lc.Llama) -> None:
     assert isinstance(out, dict)
     lps = out["choices"][0]["logprobs"]
     text = out["choices"][0]["text"]
-    assert len(lps["tokens"]) == len(lps["token_logprobs"]) == len(lps["top_logprobs"]) == len(tokens)
+    assert (
+        len(lps["tokens"]) == len(lps["token_logprobs"]) == len(lps["top_logprobs"]) == len(tokens)
+    )
     assert "".join(lps["tokens"]) == text
-    assert all(text[o:].startswith(t) for o, t in zip(lps["text_offset"], lps["tokens"], strict=True))
+    assert all(
+        text[o:].startswith(t) for o, t in zip(lps["text_offset"], lps["tokens"], strict=True)
+    )
     assert all(len(top) <= 2 for top in lps["top_logprobs"])
 
 
@@ -146,7 +161,8 @@ def test_a_shared_prefix_decodes_only_the_suffix(gemma_llm: lc.Llama) -> None:
     base = "Here is a list of the planets of the solar system, in order from the sun:"
     gemma_llm.reset()
     first = gemma_llm.complete(base, max_tokens=4, temperature=0)
-    assert first.timings.cached_n == 0 and first.timings.prompt_n == first.prompt_tokens
+    assert first.timings.cached_n == 0
+    assert first.timings.prompt_n == first.prompt_tokens
     suffix = " Mercury, Venus, Earth, Mars and then"
     gemma_llm.ctx.perf_reset()
     second = gemma_llm.complete(base + suffix, max_tokens=4, temperature=0)
@@ -167,7 +183,9 @@ def test_a_shared_prefix_decodes_only_the_suffix(gemma_llm: lc.Llama) -> None:
 def test_prompt_longer_than_the_context_names_both_sizes(gemma_path: Path) -> None:
     with lc.Llama(gemma_path, n_ctx=64) as llm:
         n_ctx = llm.n_ctx()  # llama.cpp rounds the size up
-        with pytest.raises(ContextOverflowError, match=rf"has \d+ tokens but the context holds {n_ctx}"):
+        with pytest.raises(
+            ContextOverflowError, match=rf"has \d+ tokens but the context holds {n_ctx}"
+        ):
             llm.complete("word " * (n_ctx + 10))
         # Nothing was lost: the next call works.
         assert llm.complete("Hello", max_tokens=2, temperature=0).tokens
@@ -175,14 +193,19 @@ def test_prompt_longer_than_the_context_names_both_sizes(gemma_path: Path) -> No
 
 def test_generation_stops_at_a_full_context_unless_shift_is_on(tiny_model_path: Path) -> None:
     with lc.Llama(tiny_model_path, n_ctx=48, n_batch=48) as llm:
-        done = llm.complete("hello world", max_tokens=2000, temperature=0, logit_bias={1: -1e9, 2: -1e9})
+        done = llm.complete(
+            "hello world", max_tokens=2000, temperature=0, logit_bias={1: -1e9, 2: -1e9}
+        )
         n_ctx = llm.n_ctx()
         assert done.stop_reason == "length"
         assert done.prompt_tokens + len(done.tokens) == n_ctx + 1  # the last pick is never decoded
     with lc.Llama(tiny_model_path, n_ctx=48, n_batch=48, context_shift=True) as llm:
         n = 2 * llm.n_ctx()
-        done = llm.complete("hello world", max_tokens=n, temperature=0, logit_bias={1: -1e9, 2: -1e9})
-        assert done.stop_reason == "length" and len(done.tokens) == n
+        done = llm.complete(
+            "hello world", max_tokens=n, temperature=0, logit_bias={1: -1e9, 2: -1e9}
+        )
+        assert done.stop_reason == "length"
+        assert len(done.tokens) == n
 
 
 def test_bad_input_gets_clear_errors(gemma_llm: lc.Llama, gemma_path: Path) -> None:
@@ -235,11 +258,18 @@ def test_an_open_stream_holds_the_llama(gemma_llm: lc.Llama) -> None:
     assert not result
     stream.close()
     t.join(30)
-    assert result and result[0].tokens
+    assert result
+    assert result[0].tokens
 
 
 def test_sampling_is_reproducible_with_a_seed(gemma_llm: lc.Llama) -> None:
-    kw = {"max_tokens": 20, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
+    kw: dict[str, Any] = {
+        "max_tokens": 20,
+        "temperature": 1.0,
+        "top_k": 0,
+        "top_p": 1.0,
+        "min_p": 0.0,
+    }
     runs = []
     for seed in (3, 3, 4):
         gemma_llm.reset()  # the same KV cache state each time (see the greedy test)
@@ -262,9 +292,10 @@ def test_sampling_is_reproducible_with_a_seed(gemma_llm: lc.Llama) -> None:
         {"dynatemp_range": 0.5},
     ],
 )
-def test_every_sampler_runs(gemma_llm: lc.Llama, extra: dict[str, float]) -> None:
+def test_every_sampler_runs(gemma_llm: lc.Llama, extra: dict[str, Any]) -> None:
     done = gemma_llm.complete("The weather today is", max_tokens=12, seed=5, **extra)
-    assert done.tokens and done.stop_reason in ("eog", "length", "stop")
+    assert done.tokens
+    assert done.stop_reason in ("eog", "length", "stop")
 
 
 def test_repeat_penalty_changes_greedy_output(gemma_llm: lc.Llama) -> None:
@@ -283,7 +314,8 @@ def test_logit_bias_and_grammar(gemma_llm: lc.Llama) -> None:
     assert done.tokens == [yes]
     grammar = lc.LlamaGrammar.from_string('root ::= ("yes" | "no") "."')
     done = gemma_llm.complete("Is the sky blue? Answer:", max_tokens=10, grammar=grammar, seed=1)
-    assert done.text in ("yes.", "no.") and done.stop_reason == "eog"
+    assert done.text in ("yes.", "no.")
+    assert done.stop_reason == "eog"
 
 
 def test_logits_processor_and_stopping_criteria(gemma_llm: lc.Llama) -> None:
@@ -300,7 +332,8 @@ def test_logits_processor_and_stopping_criteria(gemma_llm: lc.Llama) -> None:
     )
     assert isinstance(out, dict)
     assert " the" not in out["choices"][0]["text"]
-    assert seen[0] == out["usage"]["prompt_tokens"] and seen[1] == seen[0] + 1
+    assert seen[0] == out["usage"]["prompt_tokens"]
+    assert seen[1] == seen[0] + 1
 
     calls: list[int] = []
 
@@ -316,7 +349,9 @@ def test_logits_processor_and_stopping_criteria(gemma_llm: lc.Llama) -> None:
 
 
 def test_echo_and_call(gemma_llm: lc.Llama) -> None:
-    out = gemma_llm("Q: Name the planets in the solar system? A: ", max_tokens=8, echo=True, temperature=0)
+    out = gemma_llm(
+        "Q: Name the planets in the solar system? A: ", max_tokens=8, echo=True, temperature=0
+    )
     assert isinstance(out, dict)
     assert out["choices"][0]["text"].startswith("Q: Name the planets in the solar system? A: ")
 
@@ -336,7 +371,9 @@ def test_async_streaming_keeps_the_event_loop_free(gemma_llm: lc.Llama) -> None:
 
         task = asyncio.create_task(ticker())
         text = ""
-        async for chunk in gemma_llm.astream("The capital of France is", max_tokens=24, temperature=0):
+        async for chunk in gemma_llm.astream(
+            "The capital of France is", max_tokens=24, temperature=0
+        ):
             text += chunk.text
         whole = await gemma_llm.acomplete("The capital of France is", max_tokens=24, temperature=0)
         done.set()

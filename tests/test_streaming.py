@@ -50,4 +50,5 @@ def test_held_back_text_is_released_as_soon_as_it_cannot_be_a_stop() -> None:
     assert a.push(b"ART") == "START"
     assert a.push(b" STOP now") == " "
     assert a.stop == "STOP"
-    assert a.push(b"more") == "" and a.finish() == ""
+    assert a.push(b"more") == ""
+    assert a.finish() == ""
