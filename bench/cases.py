@@ -134,6 +134,17 @@ def batched(model: lc.LlamaModel, n_seq: int, pp: int, tg: int, threads: int) ->
     return rate
 
 
+def completion(llm: lc.Llama, prompt: str, n: int) -> dict[str, Any]:
+    """Greedy ``create_completion`` from an empty prompt cache, timed end to end (prompt,
+    generation, text and the response dict), as llama-cpp-python's is timed."""
+    llm.reset()
+    t0 = time.perf_counter()
+    out = llm.create_completion(prompt, max_tokens=n, temperature=0)
+    wall = time.perf_counter() - t0
+    n_gen = int(out["usage"]["completion_tokens"])
+    return {"n_gen": n_gen, "tokens_per_s": n_gen / wall}
+
+
 LOAD_CHILD = """
 import json, os, sys, time
 import numpy as np

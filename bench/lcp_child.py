@@ -1,6 +1,7 @@
 """The llama-cpp-python side of a comparison; runs in bench's own virtual environment.
 
-usage: lcp_child.py JSON   (keys: case, model, prompt, n, threads, n_ctx, seed)
+usage: lcp_child.py JSON   (keys: case, model, prompt, n, threads, n_ctx, seed;
+                            case: greedy, sampling or completion)
 Prints one JSON object with the timing, measured like bench/cases.py measures ours.
 """
 
@@ -22,6 +23,16 @@ def main() -> None:
         n_threads_batch=a["threads"],
         verbose=False,
     )
+    if a["case"] == "completion":
+        # Greedy create_completion from an empty cache, after one untimed warm-up call.
+        llm.create_completion(a["prompt"], max_tokens=4, temperature=0)
+        llm.reset()
+        t0 = time.perf_counter()
+        out = llm.create_completion(a["prompt"], max_tokens=a["n"], temperature=0)
+        wall = time.perf_counter() - t0
+        n_gen = out["usage"]["completion_tokens"]
+        print(json.dumps({"n_gen": n_gen, "gen_ms": wall * 1e3, "tokens_per_s": n_gen / wall}))
+        return
     tokens = llm.tokenize(a["prompt"].encode(), add_bos=True)
     llm.eval(tokens)
     rng = np.random.default_rng(a.get("seed", 0))

@@ -246,6 +246,62 @@ def bench_sampling(
     model.close()
 
 
+def bench_completion(
+    rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any, python: Path | None
+) -> None:
+    """(4) the high-level greedy completion, end to end, against the C++ loop (prompt
+    decode + generation, after a warm-up) and llama-cpp-python's create_completion."""
+    for name, path in models.items():
+        n = 16 if args.quick else 128
+        llm = lc.Llama(path, n_ctx=512, n_batch=512, n_threads=args.threads)
+        llm.create_completion(PROMPT, max_tokens=4, temperature=0)  # warm-up, as the others
+
+        def ours(llm: lc.Llama = llm, n: int = n) -> float:
+            return float(cases.completion(llm, PROMPT, n)["tokens_per_s"])
+
+        def cpp(path: Path = path, n: int = n) -> float:
+            r = run_reference(loop, path, PROMPT, n, threads=args.threads, ctx=512, warmup=True)
+            return 1e3 * r["n_gen"] / (r["prompt_ms"] + r["gen_ms"])
+
+        rows.append(
+            alternate(
+                Comparison(f"(4) greedy create_completion, {name}", "tok/s", "≥ 0.97", "C++ loop"),
+                args.rounds,
+                ours,
+                cpp,
+            )
+        )
+        if python is not None:
+
+            def theirs(path: Path = path, n: int = n) -> float:
+                return float(
+                    lcp(
+                        python,
+                        case="completion",
+                        model=str(path),
+                        prompt=PROMPT,
+                        n=n,
+                        threads=args.threads,
+                        n_ctx=512,
+                    )["tokens_per_s"]
+                )
+
+            rows.append(
+                alternate(
+                    Comparison(
+                        f"(4) greedy create_completion, {name}",
+                        "tok/s",
+                        "≥ 1.1",
+                        f"llama-cpp-python {LCP_VERSION}",
+                    ),
+                    args.rounds,
+                    ours,
+                    theirs,
+                )
+            )
+        llm.close()
+
+
 def bench_pp(
     rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
 ) -> None:
@@ -426,10 +482,6 @@ def report(rows: list[Comparison], args: Any, out_dir: Path) -> Path:
             + (f"{r['ratio']:+.1f} {c.unit}" if c.difference else f"{r['ratio']:.3f}")
             + f" | {c.target} |"
         )
-    lines.append(
-        "| (4) high-level completion vs C++ loop and llama-cpp-python | pending: "
-        "the high-level layer (issue 5) | | | | ≥ 0.97 |"
-    )
     table = "\n".join(lines) + "\n"
     print("\n" + table)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -474,9 +526,10 @@ def main() -> None:
     rows: list[Comparison] = []
     bench_greedy(rows, loop, models, args)
     bench_load(rows, loop, models, args)
+    python = None if args.no_lcp else prepare_lcp()
+    bench_completion(rows, loop, models, args, python)
     if not args.quick:
         tools = native.build_tools(WORK / "native")
-        python = None if args.no_lcp else prepare_lcp()
         bench_sampling(rows, loop, models, args, python)
         bench_pp(rows, tools, models, args)
         bench_batched(rows, tools, models, args)

@@ -91,6 +91,7 @@ def run_reference(
     temp: float = 0.8,
     threads: int = 2,
     ctx: int = 512,
+    warmup: bool = False,
 ) -> ReferenceResult:
     """Run llama_loop once and return its JSON; RuntimeError (with its stderr) on failure."""
     if sampler not in ("greedy", "dist"):
@@ -112,6 +113,8 @@ def run_reference(
         "--sampler",
         sampler,
     ]
+    if warmup:
+        cmd.append("--warmup")
     if sampler == "dist":
         cmd += ["--seed", str(seed), "--top-k", str(top_k), "--temp", repr(float(temp))]
     result = subprocess.run(cmd, capture_output=True)

@@ -8,7 +8,7 @@
 //
 // Usage:
 //   llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N
-//              [--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose]
+//              [--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] [--warmup]
 //              [--sampler greedy | --sampler dist [--seed S] [--top-k K] [--temp X]]
 //
 // Output: one JSON object on stdout; errors go to stderr with a non-zero exit status
@@ -42,6 +42,7 @@ struct Options {
     int ngl = 0;
     int n_seq = 1;
     bool verbose = false;
+    bool warmup = false;  // decode the prompt once untimed first (as llama.cpp's tools warm up)
     std::string sampler = "greedy";
     uint32_t seed = 0;  // fixed by default: LLAMA_DEFAULT_SEED would pick a random one
     int top_k = 40;
@@ -83,6 +84,10 @@ Options parse_args(int argc, char ** argv) {
         const std::string flag = argv[i];
         if (flag == "--verbose") {
             o.verbose = true;
+            continue;
+        }
+        if (flag == "--warmup") {
+            o.warmup = true;
             continue;
         }
         // Every other flag takes the next argument verbatim, so a prompt may start with '-'.
@@ -315,6 +320,14 @@ int run(const Options & o) {
         llama_sampler_chain_add(smpl.get(), llama_sampler_init_top_k(o.top_k));
         llama_sampler_chain_add(smpl.get(), llama_sampler_init_temp(o.temp));
         llama_sampler_chain_add(smpl.get(), llama_sampler_init_dist(o.seed));
+    }
+
+    if (o.warmup) {
+        if (llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), need)) != 0) {
+            return fail("llama_decode failed on the warm-up");
+        }
+        llama_synchronize(ctx.get());
+        llama_memory_clear(llama_get_memory(ctx.get()), true);
     }
 
     const auto t_prompt = clock::now();
