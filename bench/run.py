@@ -252,7 +252,7 @@ def bench_completion(
     """(4) the high-level greedy completion, end to end, against the C++ loop (prompt
     decode + generation, after a warm-up) and llama-cpp-python's create_completion."""
     for name, path in models.items():
-        n = 16 if args.quick else 128
+        n = 16 if args.quick else (128 if name == "gemma" else 256)
         llm = lc.Llama(path, n_ctx=512, n_batch=512, n_threads=args.threads)
         llm.create_completion(PROMPT, max_tokens=4, temperature=0)  # warm-up, as the others
 

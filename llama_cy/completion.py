@@ -74,7 +74,7 @@ class Completion:
         return "length" if self.stop_reason == "length" else "stop"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once per token, and frozen init is slower
 class CompletionChunk:
     """A piece of a streamed completion; the last one has ``stop_reason`` and ``timings``.
 

@@ -29,6 +29,7 @@ from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
+from llama_cy._sampler import LlamaSampler
 from llama_cy.chat import (
     TOOL_CALL_OPEN,
     ChatFormatter,
@@ -37,7 +38,7 @@ from llama_cy.chat import (
     tools_system_prompt,
 )
 from llama_cy.completion import Completion, CompletionChunk, StopReason, Timings, TokenLogprob
-from llama_cy.errors import BusyError, ContextOverflowError, InvalidTokenError
+from llama_cy.errors import BusyError, ClosedError, ContextOverflowError, InvalidTokenError
 from llama_cy.grammar import json_schema_to_gbnf
 from llama_cy.sampling import LlamaGrammar, LogitsProcessor, SamplingParams, build_sampler
 from llama_cy.streaming import TextAssembler
@@ -288,8 +289,6 @@ class Llama:
 
     def _hold(self) -> _Hold:
         if self._closed:
-            from llama_cy.errors import ClosedError
-
             raise ClosedError("this Llama is closed")
         if self._owner == threading.get_ident():
             raise BusyError(
@@ -334,15 +333,19 @@ class Llama:
         cancel: threading.Event | None = None,
     ) -> Generator[CompletionChunk, None, None]:
         """The one generation loop: yields a chunk whenever text can be shown, and a last
-        chunk with the stop reason and timings."""
-        with self._hold():
-            if self.embedding:
-                raise ValueError(
-                    "this Llama was created with embedding=True: it makes embeddings only"
-                )
-            yield from self._generate_held(
-                prompt, max_tokens, stop, params, n_logprobs, stopping_criteria, cancel
-            )
+        chunk with the stop reason and timings. Bad input raises here, not at the first
+        ``next()``."""
+        if self._closed:
+            raise ClosedError("this Llama is closed")
+        if self.embedding:
+            raise ValueError("this Llama was created with embedding=True: it makes embeddings only")
+        if len(prompt) >= self.ctx.n_ctx:
+            raise ContextOverflowError(len(prompt), self.ctx.n_ctx)
+        history: list[int] = []
+        samplers = build_sampler(self.model, params, history)  # a bad grammar raises here
+        return self._generate_held(
+            prompt, max_tokens, stop, params, samplers, n_logprobs, stopping_criteria, cancel
+        )
 
     def _generate_held(
         self,
@@ -350,16 +353,30 @@ class Llama:
         max_tokens: int | None,
         stop: Sequence[str],
         params: SamplingParams,
+        samplers: tuple[LlamaSampler, LlamaSampler | None],
+        n_logprobs: int | None,
+        stopping_criteria: Sequence[StoppingCriteria],
+        cancel: threading.Event | None,
+    ) -> Generator[CompletionChunk, None, None]:
+        with self._hold():
+            yield from self._run(
+                prompt, max_tokens, stop, params, samplers, n_logprobs, stopping_criteria, cancel
+            )
+
+    def _run(
+        self,
+        prompt: list[int],
+        max_tokens: int | None,
+        stop: Sequence[str],
+        params: SamplingParams,
+        samplers: tuple[LlamaSampler, LlamaSampler | None],
         n_logprobs: int | None,
         stopping_criteria: Sequence[StoppingCriteria],
         cancel: threading.Event | None,
     ) -> Generator[CompletionChunk, None, None]:
         ctx, model, batch = self.ctx, self.model, self._batch
         n_ctx = ctx.n_ctx
-        if len(prompt) >= n_ctx:
-            raise ContextOverflowError(len(prompt), n_ctx)
-        history: list[int] = []
-        chain, grammar = build_sampler(model, params, history)
+        chain, grammar = samplers
         t0 = time.perf_counter()
         cached = self._prefill(prompt)
         t1 = time.perf_counter()

@@ -197,4 +197,4 @@ def build_sampler(
             grammar = LlamaSampler.grammar_lazy_patterns(model, g.gbnf, g.root, g.triggers)
         else:
             grammar = LlamaSampler.grammar(model, g.gbnf, g.root)
-    return LlamaSampler.chain(chain), grammar
+    return LlamaSampler.chain(chain, no_perf=True), grammar

@@ -187,6 +187,11 @@ def test_prompt_longer_than_the_context_names_both_sizes(gemma_path: Path) -> No
             ContextOverflowError, match=rf"has \d+ tokens but the context holds {n_ctx}"
         ):
             llm.complete("word " * (n_ctx + 10))
+        # A stream says so when it is made, not at its first next().
+        with pytest.raises(ContextOverflowError):
+            llm.stream("word " * (n_ctx + 10))
+        with pytest.raises(lc.errors.GrammarError):
+            llm.stream("hi", grammar="root ::= (")
         # Nothing was lost: the next call works.
         assert llm.complete("Hello", max_tokens=2, temperature=0).tokens
 
