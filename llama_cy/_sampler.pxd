@@ -8,6 +8,9 @@ cdef class LlamaSampler(Handle):
     cdef list _python
     # Contains a grammar sampler: accept() checks the grammar allows the token first.
     cdef bint _has_grammar
+    # Nothing but llama.cpp's greedy sampler: sample() takes the argmax of the logits
+    # directly, with no n_vocab candidate array (the same token, first maximum on ties).
+    cdef bint _greedy_only
     # Reused candidate array (n_vocab entries) for sample(): no allocation per token.
     cdef llama_token_data *_cur
     cdef int _cur_cap

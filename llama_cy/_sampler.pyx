@@ -118,6 +118,7 @@ cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
     s._closed = False
     s._python = python if python is not None else []
     s._has_grammar = False
+    s._greedy_only = False
     return s
 
 
@@ -178,7 +179,13 @@ cdef class LlamaSampler(Handle):
         cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
         if logits == NULL:
             raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
-        cdef llama_token token = self._pick(logits, ctx.n_vocab, None)
+        cdef llama_token token
+        cdef int n_vocab = ctx.n_vocab
+        if self._greedy_only:
+            with nogil:
+                token = _argmax(logits, n_vocab)
+        else:
+            token = self._pick(logits, ctx.n_vocab, None)
         if grammar is not None and not _grammar_allows(grammar.ptr, token):
             token = self._pick(logits, ctx.n_vocab, grammar)
         if accept:
@@ -273,6 +280,7 @@ cdef class LlamaSampler(Handle):
         self._ensure_alive()
         cdef LlamaSampler result = _wrap(c.llama_sampler_clone(self.ptr), list(self._python))
         result._has_grammar = self._has_grammar
+        result._greedy_only = self._greedy_only
         return result
 
     @property
@@ -332,6 +340,7 @@ cdef class LlamaSampler(Handle):
             s._free()
         result = _wrap(chain, python)
         result._has_grammar = has_grammar
+        result._greedy_only = len(members) == 1 and (<LlamaSampler>members[0])._greedy_only
         return result
 
     @staticmethod
@@ -353,7 +362,10 @@ cdef class LlamaSampler(Handle):
 
     @staticmethod
     def greedy():
-        return _wrap(c.llama_sampler_init_greedy())
+        """Always the most likely token (the first one on ties)."""
+        cdef LlamaSampler s = _wrap(c.llama_sampler_init_greedy())
+        s._greedy_only = True
+        return s
 
     @staticmethod
     def dist(uint32_t seed=c.LLAMA_DEFAULT_SEED):
@@ -492,6 +504,14 @@ cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr):
     cdef LlamaSampler result = _wrap(ptr)
     result._has_grammar = True
     return result
+
+
+cdef llama_token _argmax(const float *logits, int n) noexcept nogil:
+    cdef int i, best = 0
+    for i in range(1, n):
+        if logits[i] > logits[best]:
+            best = i
+    return best
 
 
 cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) noexcept:

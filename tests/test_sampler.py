@@ -156,6 +156,11 @@ def test_greedy_selects_the_argmax(ctx: lc.LlamaContext) -> None:
     assert size == len(LOGITS)
     assert int(cands["id"][selected]) == int(np.argmax(LOGITS))
     assert S.greedy().sample(ctx) == int(np.argmax(raw_logits(ctx)))
+    # sample() skips the candidate array for a lone greedy sampler (also in a chain of
+    # one, and in a clone); llama.cpp's own path through a longer chain agrees.
+    fast = [S.greedy(), S.chain([S.greedy()]), S.chain([S.greedy()]).clone()]
+    slow = S.chain([S.temp(1.0), S.greedy()])
+    assert {s.sample(ctx) for s in fast} == {slow.sample(ctx)}
 
 
 def test_dist_draws_from_the_softmax() -> None:
