@@ -1026,7 +1026,7 @@ class Llama:
     async def _acall(self, method: Callable[..., Any], arg: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream"):
             chunks = method(arg, **kwargs)  # prompt checks run here; generation is lazy
-            return _in_thread(lambda cancel: _until(chunks, cancel))
+            return _in_thread(lambda cancel: chunks)
         return await asyncio.to_thread(method, arg, **kwargs)
 
 
@@ -1045,18 +1045,6 @@ class _Hold:
     def __exit__(self, *exc: object) -> None:
         self.llm._owner = None
         self.llm._lock.release()
-
-
-def _until(items: Iterator[_T], cancel: threading.Event) -> Iterator[_T]:
-    try:
-        for item in items:
-            yield item
-            if cancel.is_set():
-                return
-    finally:
-        close = getattr(items, "close", None)
-        if close is not None:
-            close()
 
 
 async def _in_thread(make: Callable[[threading.Event], Iterator[_T]]) -> AsyncIterator[_T]:
