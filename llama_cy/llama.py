@@ -343,25 +343,9 @@ class Llama:
             raise ContextOverflowError(len(prompt), self.ctx.n_ctx)
         history: list[int] = []
         samplers = build_sampler(self.model, params, history)  # a bad grammar raises here
-        return self._generate_held(
+        return self._run(
             prompt, max_tokens, stop, params, samplers, n_logprobs, stopping_criteria, cancel
         )
-
-    def _generate_held(
-        self,
-        prompt: list[int],
-        max_tokens: int | None,
-        stop: Sequence[str],
-        params: SamplingParams,
-        samplers: tuple[LlamaSampler, LlamaSampler | None],
-        n_logprobs: int | None,
-        stopping_criteria: Sequence[StoppingCriteria],
-        cancel: threading.Event | None,
-    ) -> Generator[CompletionChunk, None, None]:
-        with self._hold():
-            yield from self._run(
-                prompt, max_tokens, stop, params, samplers, n_logprobs, stopping_criteria, cancel
-            )
 
     def _run(
         self,
@@ -374,70 +358,72 @@ class Llama:
         stopping_criteria: Sequence[StoppingCriteria],
         cancel: threading.Event | None,
     ) -> Generator[CompletionChunk, None, None]:
-        ctx, model, batch = self.ctx, self.model, self._batch
-        n_ctx = ctx.n_ctx
-        chain, grammar = samplers
-        t0 = time.perf_counter()
-        cached = self._prefill(prompt)
-        t1 = time.perf_counter()
-        if params.uses_history:
-            for t in prompt:
-                chain.accept(t)
-        text = TextAssembler(stop)
-        n_past = len(prompt)
-        limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
-        generated: list[int] = []
-        tokens: list[int] = []
-        logprobs: list[TokenLogprob] | None = [] if n_logprobs is not None else None
-        reason: StopReason | None = None
-        out = ""
-        while reason is None:
+        """Generate while holding this Llama (a stream holds it until closed)."""
+        with self._hold():
+            ctx, model, batch = self.ctx, self.model, self._batch
+            n_ctx = ctx.n_ctx
+            chain, grammar = samplers
+            t0 = time.perf_counter()
+            cached = self._prefill(prompt)
+            t1 = time.perf_counter()
+            if params.uses_history:
+                for t in prompt:
+                    chain.accept(t)
+            text = TextAssembler(stop)
+            n_past = len(prompt)
+            limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
+            generated: list[int] = []
+            tokens: list[int] = []
+            logprobs: list[TokenLogprob] | None = [] if n_logprobs is not None else None
+            reason: StopReason | None = None
             out = ""
-            if cancel is not None and cancel.is_set():
-                reason = "length"
-                break
-            token = chain.sample(ctx, -1, grammar=grammar)
-            if model.is_eog(token):
-                reason = "eog"
-                break
-            generated.append(token)
-            tokens.append(token)
-            piece = model.token_to_piece(token, special=True)
+            while reason is None:
+                out = ""
+                if cancel is not None and cancel.is_set():
+                    reason = "length"
+                    break
+                token = chain.sample(ctx, -1, grammar=grammar)
+                if model.is_eog(token):
+                    reason = "eog"
+                    break
+                generated.append(token)
+                tokens.append(token)
+                piece = model.token_to_piece(token, special=True)
+                if logprobs is not None:
+                    offset = text.emitted + len(text.pending)
+                    logprobs.append(_logprob(ctx, model, token, piece, n_logprobs or 0, offset))
+                out = text.push(piece)
+                if text.stop is not None:
+                    reason = "stop"
+                elif limit is not None and len(generated) >= limit:
+                    reason = "length"
+                elif stopping_criteria and self._criteria_met(stopping_criteria, prompt, generated):
+                    reason = "stop"
+                elif n_past >= n_ctx and not self._shift(n_past):
+                    reason = "length"
+                else:
+                    if n_past >= n_ctx:
+                        n_past = len(self._cache)
+                    batch.clear()
+                    batch.add(token, n_past, 0, True)
+                    self._decode(batch)
+                    self._cache.append(token)
+                    n_past += 1
+                if out and reason is None:
+                    yield CompletionChunk(out, tokens, logprobs)
+                    tokens = []
+                    logprobs = [] if logprobs is not None else None
+            if text.stop is None:
+                out += text.finish()
+                if text.stop is not None:
+                    reason = "stop"
             if logprobs is not None:
-                offset = text.emitted + len(text.pending)
-                logprobs.append(_logprob(ctx, model, token, piece, n_logprobs or 0, offset))
-            out = text.push(piece)
-            if text.stop is not None:
-                reason = "stop"
-            elif limit is not None and len(generated) >= limit:
-                reason = "length"
-            elif stopping_criteria and self._criteria_met(stopping_criteria, prompt, generated):
-                reason = "stop"
-            elif n_past >= n_ctx and not self._shift(n_past):
-                reason = "length"
-            else:
-                if n_past >= n_ctx:
-                    n_past = len(self._cache)
-                batch.clear()
-                batch.add(token, n_past, 0, True)
-                self._decode(batch)
-                self._cache.append(token)
-                n_past += 1
-            if out and reason is None:
-                yield CompletionChunk(out, tokens, logprobs)
-                tokens = []
-                logprobs = [] if logprobs is not None else None
-        if text.stop is None:
-            out += text.finish()
-            if text.stop is not None:
-                reason = "stop"
-        if logprobs is not None:
-            logprobs = [lp for lp in logprobs if lp.offset < text.emitted]
-        t2 = time.perf_counter()
-        timings = Timings(
-            cached, len(prompt) - cached, (t1 - t0) * 1e3, len(generated), (t2 - t1) * 1e3
-        )
-        yield CompletionChunk(out, tokens, logprobs, reason, timings, len(prompt), text.stop)
+                logprobs = [lp for lp in logprobs if lp.offset < text.emitted]
+            t2 = time.perf_counter()
+            timings = Timings(
+                cached, len(prompt) - cached, (t1 - t0) * 1e3, len(generated), (t2 - t1) * 1e3
+            )
+            yield CompletionChunk(out, tokens, logprobs, reason, timings, len(prompt), text.stop)
 
     def _criteria_met(
         self, criteria: Sequence[StoppingCriteria], prompt: list[int], generated: list[int]
