@@ -254,7 +254,6 @@ def bench_completion(
     for name, path in models.items():
         n = 16 if args.quick else (128 if name == "gemma" else 256)
         llm = lc.Llama(path, n_ctx=512, n_batch=512, n_threads=args.threads)
-        llm.create_completion(PROMPT, max_tokens=4, temperature=0)  # warm-up, as the others
 
         def ours(llm: lc.Llama = llm, n: int = n) -> float:
             return float(cases.completion(llm, PROMPT, n)["tokens_per_s"])

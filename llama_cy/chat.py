@@ -38,15 +38,12 @@ CHAT_FORMATS = {
     "llama-3": "llama3",
     "chatml": "chatml",
     "chatml-function-calling": "chatml",
-    "functionary": "chatml",
     "mistral-instruct": "mistral-v1",
-    "mistrallite": "mistral-v1",
     "gemma": "gemma",
     "zephyr": "zephyr",
     "vicuna": "vicuna",
     "openchat": "openchat",
     "phi3": "phi3",
-    "saiga": "chatml",
 }
 
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
@@ -173,12 +170,10 @@ def _flatten(message: Mapping[str, Any]) -> str:
 
 
 def _guess_builtin(model: LlamaModel) -> str:
-    """A built-in template for a model without one, from its architecture (else ChatML)."""
+    """A built-in template for a model without one: Gemma's for Gemma (its GGUFs are often
+    published without a template), else ChatML, as llama.cpp's tools fall back to."""
     arch = model.metadata.get("general.architecture", "")
-    for prefix, name in (("gemma", "gemma"), ("phi3", "phi3"), ("llama", "llama3")):
-        if arch.startswith(prefix):
-            return name
-    return "chatml"
+    return "gemma" if arch.startswith("gemma") else "chatml"
 
 
 def tools_system_prompt(tools: Sequence[Mapping[str, Any]]) -> str:

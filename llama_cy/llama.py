@@ -58,15 +58,11 @@ _IGNORED_PARAMS = frozenset(
         "numa",
         "logits_all",
         "spm_infill",
-        "rpc_servers",
         "chat_handler",
         "draft_model",
         "tokenizer",
-        "embd_normalize",
-        "type_k_cache",
-        "logits_processor",
+        "lora_base",
         "no_perf",
-        "mul_mat_q",
     ]
 )
 
@@ -319,6 +315,10 @@ class Llama:
             kw["seed"] = self.seed
         kw.setdefault("penalty_last_n", self.last_n_tokens_size)
         kw.pop("tfs_z", None)  # removed from llama.cpp; accepted for compatibility
+        if kw.get("logit_bias"):  # JSON gives string keys
+            kw["logit_bias"] = {int(k): float(v) for k, v in kw["logit_bias"].items()}
+        if kw.get("logits_processor") is not None:
+            kw["logits_processor"] = tuple(kw["logits_processor"])
         return SamplingParams(**{k: v for k, v in kw.items() if v is not None})
 
     def _generate(
@@ -326,11 +326,10 @@ class Llama:
         prompt: list[int],
         *,
         max_tokens: int | None,
-        stop: Sequence[str],
+        stop: str | Sequence[str] | None,
         params: SamplingParams,
         n_logprobs: int | None = None,
         stopping_criteria: Sequence[StoppingCriteria] = (),
-        cancel: threading.Event | None = None,
     ) -> Generator[CompletionChunk, None, None]:
         """The one generation loop: yields a chunk whenever text can be shown, and a last
         chunk with the stop reason and timings. Bad input raises here, not at the first
@@ -343,9 +342,8 @@ class Llama:
             raise ContextOverflowError(len(prompt), self.ctx.n_ctx)
         history: list[int] = []
         samplers = build_sampler(self.model, params, history)  # a bad grammar raises here
-        return self._run(
-            prompt, max_tokens, stop, params, samplers, n_logprobs, stopping_criteria, cancel
-        )
+        stops = [stop] if isinstance(stop, str) else list(stop or ())
+        return self._run(prompt, max_tokens, stops, params, samplers, n_logprobs, stopping_criteria)
 
     def _run(
         self,
@@ -356,7 +354,6 @@ class Llama:
         samplers: tuple[LlamaSampler, LlamaSampler | None],
         n_logprobs: int | None,
         stopping_criteria: Sequence[StoppingCriteria],
-        cancel: threading.Event | None,
     ) -> Generator[CompletionChunk, None, None]:
         """Generate while holding this Llama (a stream holds it until closed)."""
         with self._hold():
@@ -379,9 +376,6 @@ class Llama:
             out = ""
             while reason is None:
                 out = ""
-                if cancel is not None and cancel.is_set():
-                    reason = "length"
-                    break
                 token = chain.sample(ctx, -1, grammar=grammar)
                 if model.is_eog(token):
                     reason = "eog"
@@ -520,7 +514,7 @@ class Llama:
         return self._generate(
             tokens,
             max_tokens=max_tokens,
-            stop=[stop] if isinstance(stop, str) else list(stop or ()),
+            stop=stop,
             params=params,
             n_logprobs=logprobs,
             stopping_criteria=stopping_criteria or (),
@@ -609,14 +603,14 @@ class Llama:
             mirostat_tau=mirostat_tau,
             mirostat_eta=mirostat_eta,
             grammar=grammar,
-            logit_bias={int(k): float(v) for k, v in logit_bias.items()} if logit_bias else None,
-            logits_processor=tuple(logits_processor or ()),
+            logit_bias=logit_bias,
+            logits_processor=logits_processor,
             **extra,
         )
         chunks = self._generate(
             tokens,
             max_tokens=max_tokens,
-            stop=[stop] if isinstance(stop, str) else list(stop or ()),
+            stop=stop,
             params=params,
             n_logprobs=logprobs,
             stopping_criteria=stopping_criteria or (),
@@ -798,15 +792,15 @@ class Llama:
             mirostat_tau=mirostat_tau,
             mirostat_eta=mirostat_eta,
             grammar=grammar,
-            logit_bias={int(k): float(v) for k, v in logit_bias.items()} if logit_bias else None,
-            logits_processor=tuple(logits_processor or ()),
+            logit_bias=logit_bias,
+            logits_processor=logits_processor,
             **extra,
         )
         n_logprobs = (top_logprobs or 0) if logprobs else None
         chunks = self._generate(
             tokens,
             max_tokens=max_tokens,
-            stop=[stop] if isinstance(stop, str) else list(stop or ()),
+            stop=stop,
             params=params,
             n_logprobs=n_logprobs,
         )
@@ -979,19 +973,9 @@ class Llama:
         self, prompt: str | bytes | Sequence[int], **kwargs: Any
     ) -> AsyncIterator[CompletionChunk]:
         """:meth:`stream` for asyncio: generation runs in a worker thread, never in the
-        event loop; leaving the loop early stops generation at the next token."""
-        tokens = self._prompt_tokens(prompt, kwargs.pop("add_bos", True))
-        stop = kwargs.pop("stop", None)
-        options = {
-            "max_tokens": kwargs.pop("max_tokens", 16),
-            "stop": [stop] if isinstance(stop, str) else list(stop or ()),
-            "n_logprobs": kwargs.pop("logprobs", None),
-            "stopping_criteria": kwargs.pop("stopping_criteria", None) or (),
-        }
-        params = self._sampling(**kwargs)
-        async for chunk in _in_thread(
-            lambda cancel: self._generate(tokens, params=params, cancel=cancel, **options)
-        ):
+        event loop; leaving the loop early stops generation at the next chunk."""
+        chunks = self.stream(prompt, **kwargs)  # bad input raises here, in the caller
+        async for chunk in _in_thread(chunks):
             yield chunk
 
     async def acomplete(self, prompt: str | bytes | Sequence[int], **kwargs: Any) -> Completion:
@@ -1012,7 +996,7 @@ class Llama:
     async def _acall(self, method: Callable[..., Any], arg: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream"):
             chunks = method(arg, **kwargs)  # prompt checks run here; generation is lazy
-            return _in_thread(lambda cancel: chunks)
+            return _in_thread(chunks)
         return await asyncio.to_thread(method, arg, **kwargs)
 
 
@@ -1033,7 +1017,7 @@ class _Hold:
         self.llm._lock.release()
 
 
-async def _in_thread(make: Callable[[threading.Event], Iterator[_T]]) -> AsyncIterator[_T]:
+async def _in_thread(items: Iterator[_T]) -> AsyncIterator[_T]:
     """Run a blocking generator in a worker thread; its items arrive in the event loop."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[tuple[bool, Any]] = asyncio.Queue()
@@ -1046,7 +1030,6 @@ async def _in_thread(make: Callable[[threading.Event], Iterator[_T]]) -> AsyncIt
             cancel.set()
 
     def work() -> None:
-        items = make(cancel)
         try:
             for item in items:
                 post(False, item)
