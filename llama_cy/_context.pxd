@@ -16,6 +16,7 @@ cdef class LlamaContext(ViewOwner):
     cdef readonly int n_batch
     cdef readonly int n_ubatch
     cdef readonly int n_seq_max
+    cdef readonly int n_ctx_seq
     cdef readonly int n_vocab
     cdef readonly int n_embd
     cdef bint _embeddings

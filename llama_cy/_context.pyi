@@ -28,6 +28,9 @@ class LlamaContext(ViewOwner):
     @property
     def n_seq_max(self) -> int: ...
     @property
+    def n_ctx_seq(self) -> int:
+        """The context of one sequence (``n_ctx / n_seq_max`` unless the KV cache is unified)."""
+    @property
     def n_vocab(self) -> int: ...
     @property
     def n_embd(self) -> int: ...

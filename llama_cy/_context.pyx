@@ -202,6 +202,7 @@ cdef class LlamaContext(ViewOwner):
         self.n_batch = c.llama_n_batch(self.ptr)
         self.n_ubatch = c.llama_n_ubatch(self.ptr)
         self.n_seq_max = c.llama_n_seq_max(self.ptr)
+        self.n_ctx_seq = c.llama_n_ctx_seq(self.ptr)
         self.n_vocab = model.n_vocab
         self.n_embd = c.llama_model_n_embd_out(model.ptr)
         self._embeddings = embeddings

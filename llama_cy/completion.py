@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Completion", "CompletionChunk", "StopReason", "Timings", "TokenLogprob"]
+__all__ = [
+    "Completion",
+    "CompletionChunk",
+    "StopReason",
+    "Timings",
+    "TokenLogprob",
+    "join_chunks",
+]
 
 #: ``"eog"``: the model ended its turn; ``"stop"``: a stop string matched (it is not in
 #: the text); ``"length"``: max_tokens reached or the context is full.
@@ -89,3 +97,23 @@ class CompletionChunk:
     timings: Timings | None = None
     prompt_tokens: int = 0
     stop: str | None = None
+
+
+def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
+    """The :class:`Completion` that a stream of chunks adds up to."""
+    texts: list[str] = []
+    tokens: list[int] = []
+    logprobs: list[TokenLogprob] | None = None
+    last: CompletionChunk | None = None
+    for chunk in chunks:
+        texts.append(chunk.text)
+        tokens.extend(chunk.tokens)
+        if chunk.logprobs is not None:
+            logprobs = (logprobs or []) + chunk.logprobs
+        last = chunk
+    if last is None or last.stop_reason is None or last.timings is None:
+        raise ValueError("the stream ended before its last chunk")
+    text = "".join(texts)
+    return Completion(
+        text, tokens, last.stop_reason, last.timings, logprobs, last.prompt_tokens, last.stop
+    )

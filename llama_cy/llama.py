@@ -18,8 +18,8 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
@@ -30,20 +30,20 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
-from llama_cy.chat import (
-    TOOL_CALL_OPEN,
-    ChatFormatter,
-    parse_tool_calls,
-    tool_call_grammar,
-    tools_system_prompt,
+from llama_cy.chat import TOOL_CALL_OPEN, ChatFormatter, tool_call_grammar, tools_system_prompt
+from llama_cy.completion import (
+    Completion,
+    CompletionChunk,
+    Timings,
+    join_chunks,
 )
-from llama_cy.completion import Completion, CompletionChunk, StopReason, Timings, TokenLogprob
 from llama_cy.errors import BusyError, ClosedError, ContextOverflowError, InvalidTokenError
 from llama_cy.grammar import json_schema_to_gbnf
+from llama_cy.responses import ChatShaper, CompletionShaper, Shaper
 from llama_cy.sampling import LlamaGrammar, LogitsProcessor, SamplingParams, build_sampler
-from llama_cy.streaming import TextAssembler
+from llama_cy.streaming import Generation
 
-__all__ = ["Llama"]
+__all__ = ["Llama", "Prepared"]
 
 _log = logging.getLogger("llama_cy")
 _T = TypeVar("_T")
@@ -65,6 +65,20 @@ _IGNORED_PARAMS = frozenset(
         "no_perf",
     ]
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A checked request, ready to generate: what :meth:`Llama.prepare_completion` and
+    :meth:`Llama.prepare_chat_completion` return, and what the server's engine runs."""
+
+    tokens: list[int]
+    params: SamplingParams
+    max_tokens: int | None
+    stop: tuple[str, ...]
+    n_logprobs: int | None
+    stopping_criteria: tuple[StoppingCriteria, ...]
+    shaper: Shaper
 
 
 class Llama:
@@ -95,6 +109,7 @@ class Llama:
         kv_overrides: Mapping[str, bool | int | float | str] | None = None,
         lora_path: str | None = None,
         lora_scale: float = 1.0,
+        progress: Callable[[float], bool | None] | None = None,
         **params: Any,
     ) -> None:
         self._model_owned = True
@@ -108,6 +123,7 @@ class Llama:
             use_mlock=use_mlock,
             vocab_only=vocab_only,
             kv_overrides=kv_overrides,
+            progress=progress,
         )
         try:
             self._setup(**params)
@@ -366,35 +382,20 @@ class Llama:
             if params.uses_history:
                 for t in prompt:
                     chain.accept(t)
-            text = TextAssembler(stop)
+            gen = Generation(model, stop, max_tokens, n_logprobs, len(prompt))
             n_past = len(prompt)
-            limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
-            generated: list[int] = []
-            tokens: list[int] = []
-            logprobs: list[TokenLogprob] | None = [] if n_logprobs is not None else None
-            reason: StopReason | None = None
             out = ""
-            while reason is None:
-                out = ""
+            while gen.reason is None:
                 token = chain.sample(ctx, -1, grammar=grammar)
-                if model.is_eog(token):
-                    reason = "eog"
+                out = gen.add(ctx, token)
+                if gen.reason is not None:
                     break
-                generated.append(token)
-                tokens.append(token)
-                piece = model.token_to_piece(token, special=True)
-                if logprobs is not None:
-                    offset = text.emitted + len(text.pending)
-                    logprobs.append(_logprob(ctx, model, token, piece, n_logprobs or 0, offset))
-                out = text.push(piece)
-                if text.stop is not None:
-                    reason = "stop"
-                elif limit is not None and len(generated) >= limit:
-                    reason = "length"
-                elif stopping_criteria and self._criteria_met(stopping_criteria, prompt, generated):
-                    reason = "stop"
+                if stopping_criteria and self._criteria_met(
+                    stopping_criteria, prompt, gen.generated
+                ):
+                    gen.reason = "stop"
                 elif n_past >= n_ctx and not self._shift(n_past):
-                    reason = "length"
+                    gen.reason = "length"
                 else:
                     if n_past >= n_ctx:
                         n_past = len(self._cache)
@@ -403,21 +404,12 @@ class Llama:
                     self._decode(batch)
                     self._cache.append(token)
                     n_past += 1
-                if out and reason is None:
-                    yield CompletionChunk(out, tokens, logprobs)
-                    tokens = []
-                    logprobs = [] if logprobs is not None else None
-            if text.stop is None:
-                out += text.finish()
-                if text.stop is not None:
-                    reason = "stop"
-            if logprobs is not None:
-                logprobs = [lp for lp in logprobs if lp.offset < text.emitted]
+                    if out:
+                        yield gen.chunk(out)
             t2 = time.perf_counter()
-            timings = Timings(
-                cached, len(prompt) - cached, (t1 - t0) * 1e3, len(generated), (t2 - t1) * 1e3
-            )
-            yield CompletionChunk(out, tokens, logprobs, reason, timings, len(prompt), text.stop)
+            n_gen = len(gen.generated)
+            timings = Timings(cached, len(prompt) - cached, (t1 - t0) * 1e3, n_gen, (t2 - t1) * 1e3)
+            yield gen.finish(out, timings)
 
     def _criteria_met(
         self, criteria: Sequence[StoppingCriteria], prompt: list[int], generated: list[int]
@@ -469,29 +461,6 @@ class Llama:
         del self._cache[keep : keep + n_discard]
         return True
 
-    @staticmethod
-    def _join(chunks: Iterator[CompletionChunk]) -> Completion:
-        texts: list[str] = []
-        tokens: list[int] = []
-        logprobs: list[TokenLogprob] | None = None
-        for chunk in chunks:
-            texts.append(chunk.text)
-            tokens.extend(chunk.tokens)
-            if chunk.logprobs is not None:
-                logprobs = (logprobs or []) + chunk.logprobs
-            last = chunk
-        assert last.stop_reason is not None
-        assert last.timings is not None
-        return Completion(
-            "".join(texts),
-            tokens,
-            last.stop_reason,
-            last.timings,
-            logprobs,
-            last.prompt_tokens,
-            last.stop,
-        )
-
     def stream(
         self,
         prompt: str | bytes | Sequence[int],
@@ -532,7 +501,7 @@ class Llama:
         **sampling: Any,
     ) -> Completion:
         """Generate from ``prompt``; the whole :class:`Completion` (see :meth:`stream`)."""
-        return self._join(
+        return join_chunks(
             self.stream(
                 prompt,
                 max_tokens=max_tokens,
@@ -546,15 +515,7 @@ class Llama:
 
     # ---- llama-cpp-python's completion API -----------------------------------------
 
-    @overload
-    def create_completion(
-        self, prompt: str | Sequence[int], *, stream: Literal[False] = ..., **kwargs: Any
-    ) -> dict[str, Any]: ...
-    @overload
-    def create_completion(
-        self, prompt: str | Sequence[int], *, stream: Literal[True], **kwargs: Any
-    ) -> Iterator[dict[str, Any]]: ...
-    def create_completion(
+    def prepare_completion(
         self,
         prompt: str | Sequence[int],
         suffix: str | None = None,
@@ -570,7 +531,6 @@ class Llama:
         presence_penalty: float = 0.0,
         repeat_penalty: float = 1.0,
         top_k: int = 40,
-        stream: bool = False,
         seed: int | None = None,
         tfs_z: float = 1.0,
         mirostat_mode: int = 0,
@@ -581,13 +541,11 @@ class Llama:
         logits_processor: Sequence[LogitsProcessor] | None = None,
         grammar: LlamaGrammar | str | None = None,
         logit_bias: Mapping[int | str, float] | None = None,
+        stream_options: Mapping[str, Any] | None = None,
         **extra: Any,
-    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-        """An OpenAI text completion dict (an iterator of chunk dicts with ``stream=True``).
-
-        ``extra`` takes the samplers llama-cpp-python lacks: ``dry_*``, ``xtc_*``,
-        ``top_n_sigma``, ``dynatemp_*``, ``penalty_last_n``.
-        """
+    ) -> Prepared:
+        """:meth:`create_completion`'s arguments checked and turned into tokens, sampling
+        parameters and a response shaper, ready to run (here or in the server's engine)."""
         tokens = self._completion_prompt(prompt, suffix)
         params = self._sampling(
             temperature=temperature,
@@ -607,32 +565,47 @@ class Llama:
             logits_processor=logits_processor,
             **extra,
         )
-        chunks = self._generate(
-            tokens,
-            max_tokens=max_tokens,
-            stop=stop,
-            params=params,
-            n_logprobs=logprobs,
-            stopping_criteria=stopping_criteria or (),
-        )
-        meta = _Meta("cmpl", model or self.model_path)
         prefix = self.detokenize(tokens, special=False).decode("utf-8", "replace") if echo else ""
+        shaper = CompletionShaper(
+            model or self.model_path,
+            prefix=prefix,
+            logprobs=logprobs is not None,
+            include_usage=bool((stream_options or {}).get("include_usage")),
+        )
+        criteria = tuple(stopping_criteria or ())
+        return Prepared(tokens, params, max_tokens, _stops(stop), logprobs, criteria, shaper)
+
+    @overload
+    def create_completion(
+        self, prompt: str | Sequence[int], *, stream: Literal[False] = ..., **kwargs: Any
+    ) -> dict[str, Any]: ...
+    @overload
+    def create_completion(
+        self, prompt: str | Sequence[int], *, stream: Literal[True], **kwargs: Any
+    ) -> Iterator[dict[str, Any]]: ...
+    def create_completion(
+        self, prompt: str | Sequence[int], *args: Any, stream: bool = False, **kwargs: Any
+    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
+        """An OpenAI text completion dict (an iterator of chunk dicts with ``stream=True``).
+
+        The arguments are llama-cpp-python's (see :meth:`prepare_completion`), plus the
+        samplers it lacks: ``dry_*``, ``xtc_*``, ``top_n_sigma``, ``dynatemp_*``,
+        ``penalty_last_n``.
+        """
+        return self._respond(self.prepare_completion(prompt, *args, **kwargs), stream)
+
+    def _respond(self, job: Prepared, stream: bool) -> dict[str, Any] | Iterator[dict[str, Any]]:
+        chunks = self._generate(
+            job.tokens,
+            max_tokens=job.max_tokens,
+            stop=job.stop,
+            params=job.params,
+            n_logprobs=job.n_logprobs,
+            stopping_criteria=job.stopping_criteria,
+        )
         if stream:
-            return self._completion_chunks(chunks, meta, prefix)
-        done = self._join(chunks)
-        text = prefix + done.text
-        return {
-            **meta.head("text_completion"),
-            "choices": [
-                {
-                    "text": text,
-                    "index": 0,
-                    "logprobs": _completion_logprobs(done.logprobs, len(prefix)),
-                    "finish_reason": done.finish_reason,
-                }
-            ],
-            "usage": _usage(done.prompt_tokens, len(done.tokens)),
-        }
+            return job.shaper.stream(chunks)
+        return job.shaper.whole(join_chunks(chunks))
 
     __call__ = create_completion
 
@@ -646,23 +619,6 @@ class Llama:
         suf = self.tokenize(suffix, add_bos=False)
         head = [m.token_bos] if m.add_bos else []
         return [*head, m.token_fim_pre, *pre, m.token_fim_suf, *suf, m.token_fim_mid]
-
-    def _completion_chunks(
-        self, chunks: Iterator[CompletionChunk], meta: _Meta, prefix: str
-    ) -> Iterator[dict[str, Any]]:
-        offset = 0
-        if prefix:
-            yield {**meta.head("text_completion"), "choices": [_choice(prefix, None, None)]}
-            offset = len(prefix)
-        for chunk in chunks:
-            lp = (
-                _completion_logprobs(chunk.logprobs, offset) if chunk.logprobs is not None else None
-            )
-            offset += len(chunk.text)
-            finish = None
-            if chunk.stop_reason is not None:
-                finish = "length" if chunk.stop_reason == "length" else "stop"
-            yield {**meta.head("text_completion"), "choices": [_choice(chunk.text, lp, finish)]}
 
     # ---- chat -----------------------------------------------------------------------------
 
@@ -693,23 +649,7 @@ class Llama:
             text = text[len(bos) :]
         return self.tokenize(text, add_bos=True, special=True)
 
-    @overload
-    def create_chat_completion(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        stream: Literal[False] = ...,
-        **kwargs: Any,
-    ) -> dict[str, Any]: ...
-    @overload
-    def create_chat_completion(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        stream: Literal[True],
-        **kwargs: Any,
-    ) -> Iterator[dict[str, Any]]: ...
-    def create_chat_completion(
+    def prepare_chat_completion(
         self,
         messages: Sequence[Mapping[str, Any]],
         functions: Sequence[Mapping[str, Any]] | None = None,
@@ -721,7 +661,6 @@ class Llama:
         top_k: int = 40,
         min_p: float = 0.05,
         typical_p: float = 1.0,
-        stream: bool = False,
         stop: str | Sequence[str] | None = None,
         seed: int | None = None,
         response_format: Mapping[str, Any] | None = None,
@@ -740,9 +679,10 @@ class Llama:
         logprobs: bool | None = None,
         top_logprobs: int | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        stream_options: Mapping[str, Any] | None = None,
         **extra: Any,
-    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
-        """An OpenAI chat completion dict (an iterator of chunk dicts with ``stream=True``).
+    ) -> Prepared:
+        """:meth:`create_chat_completion`'s arguments turned into a :class:`Prepared` run.
 
         ``tools``/``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
         function) give ``message.tool_calls``; a required or named call is enforced by a
@@ -797,54 +737,37 @@ class Llama:
             **extra,
         )
         n_logprobs = (top_logprobs or 0) if logprobs else None
-        chunks = self._generate(
-            tokens,
-            max_tokens=max_tokens,
-            stop=stop,
-            params=params,
-            n_logprobs=n_logprobs,
-        )
-        meta = _Meta("chatcmpl", model or self.model_path)
         with_tools = bool(tools) and choice != "none"
-        if stream:
-            return self._chat_chunks(chunks, meta, with_tools)
-        done = self._join(chunks)
-        message, finish = _chat_message(done, with_tools)
-        return {
-            **meta.head("chat.completion"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "logprobs": _chat_logprobs(done.logprobs) if n_logprobs is not None else None,
-                    "finish_reason": finish,
-                }
-            ],
-            "usage": _usage(done.prompt_tokens, len(done.tokens)),
-        }
+        shaper = ChatShaper(
+            model or self.model_path,
+            tools=with_tools,
+            logprobs=n_logprobs is not None,
+            include_usage=bool((stream_options or {}).get("include_usage")),
+        )
+        return Prepared(tokens, params, max_tokens, _stops(stop), n_logprobs, (), shaper)
 
-    def _chat_chunks(
-        self, chunks: Iterator[CompletionChunk], meta: _Meta, with_tools: bool
-    ) -> Iterator[dict[str, Any]]:
-        head = meta.head("chat.completion.chunk")
-        yield {**head, "choices": [_delta({"role": "assistant", "content": ""}, None, None)]}
-        if with_tools:
-            # Whether text is a tool call is known only at the end: send it in one piece.
-            done = self._join(chunks)
-            message, finish = _chat_message(done, True)
-            delta = {k: v for k, v in message.items() if k != "role" and v is not None}
-            for i, call in enumerate(delta.get("tool_calls", [])):
-                call["index"] = i
-            yield {**head, "choices": [_delta(delta, None, None)]}
-            yield {**head, "choices": [_delta({}, None, finish)]}
-            return
-        for chunk in chunks:
-            lp = _chat_logprobs(chunk.logprobs) if chunk.logprobs is not None else None
-            if chunk.text:
-                yield {**head, "choices": [_delta({"content": chunk.text}, lp, None)]}
-            if chunk.stop_reason is not None:
-                finish = "length" if chunk.stop_reason == "length" else "stop"
-                yield {**head, "choices": [_delta({}, None, finish)]}
+    @overload
+    def create_chat_completion(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: Literal[False] = ...,
+        **kwargs: Any,
+    ) -> dict[str, Any]: ...
+    @overload
+    def create_chat_completion(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stream: Literal[True],
+        **kwargs: Any,
+    ) -> Iterator[dict[str, Any]]: ...
+    def create_chat_completion(
+        self, messages: Sequence[Mapping[str, Any]], *args: Any, stream: bool = False, **kwargs: Any
+    ) -> dict[str, Any] | Iterator[dict[str, Any]]:
+        """An OpenAI chat completion dict (an iterator of chunk dicts with ``stream=True``);
+        the arguments are llama-cpp-python's (see :meth:`prepare_chat_completion`)."""
+        return self._respond(self.prepare_chat_completion(messages, *args, **kwargs), stream)
 
     # ---- embeddings -----------------------------------------------------------------------
 
@@ -981,7 +904,7 @@ class Llama:
     async def acomplete(self, prompt: str | bytes | Sequence[int], **kwargs: Any) -> Completion:
         """:meth:`complete` for asyncio (the event loop stays free)."""
         chunks = [c async for c in self.astream(prompt, **kwargs)]
-        return self._join(iter(chunks))
+        return join_chunks(iter(chunks))
 
     async def acreate_completion(self, prompt: str | Sequence[int], **kwargs: Any) -> Any:
         """:meth:`create_completion` for asyncio (``stream=True``: an async iterator)."""
@@ -1058,87 +981,8 @@ async def _in_thread(items: Iterator[_T]) -> AsyncIterator[_T]:
         cancel.set()
 
 
-class _Meta:
-    """The id, time and model name shared by every dict of one response."""
-
-    __slots__ = ("created", "id", "model")
-
-    def __init__(self, kind: str, model: str) -> None:
-        self.id = f"{kind}-{uuid.uuid4().hex}"
-        self.created = int(time.time())
-        self.model = model
-
-    def head(self, obj: str) -> dict[str, Any]:
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
-
-
-def _choice(text: str, logprobs: dict[str, Any] | None, finish: str | None) -> dict[str, Any]:
-    return {"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}
-
-
-def _delta(
-    delta: Mapping[str, Any], logprobs: dict[str, Any] | None, finish: str | None
-) -> dict[str, Any]:
-    return {"index": 0, "delta": dict(delta), "logprobs": logprobs, "finish_reason": finish}
-
-
-def _usage(prompt: int, completion: int) -> dict[str, int]:
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _logprob(
-    ctx: LlamaContext, model: LlamaModel, token: int, piece: bytes, n_top: int, offset: int
-) -> TokenLogprob:
-    """Log-softmax of the live logits at ``token``, and the ``n_top`` best alternatives."""
-    logits = ctx.logits(-1)
-    peak = float(logits.max())
-    lse = peak + float(np.log(np.exp(logits - peak, dtype=np.float64).sum()))
-    top: tuple[tuple[int, bytes, float], ...] = ()
-    if n_top > 0:
-        n_top = min(n_top, logits.shape[0])
-        best = np.argpartition(logits, -n_top)[-n_top:]
-        best = best[np.argsort(-logits[best], kind="stable")]
-        top = tuple(
-            (int(t), model.token_to_piece(int(t), special=True), float(logits[t]) - lse)
-            for t in best
-        )
-    return TokenLogprob(token, piece, float(logits[token]) - lse, top, offset)
-
-
-def _completion_logprobs(lps: list[TokenLogprob] | None, offset: int) -> dict[str, Any] | None:
-    """llama-cpp-python's (and OpenAI's legacy) text-completion logprobs."""
-    if lps is None:
-        return None
-    return {
-        "tokens": [lp.text for lp in lps],
-        "text_offset": [offset + lp.offset for lp in lps],
-        "token_logprobs": [lp.logprob for lp in lps],
-        "top_logprobs": [{p.decode("utf-8", "replace"): v for _, p, v in lp.top} for lp in lps],
-    }
-
-
-def _chat_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
-    """OpenAI's chat logprobs: ``{"content": [{token, logprob, bytes, top_logprobs}]}``."""
-    if lps is None:
-        return None
-    return {
-        "content": [
-            {
-                "token": lp.text,
-                "logprob": lp.logprob,
-                "bytes": list(lp.piece),
-                "top_logprobs": [
-                    {"token": p.decode("utf-8", "replace"), "logprob": v, "bytes": list(p)}
-                    for _, p, v in lp.top
-                ],
-            }
-            for lp in lps
-        ]
-    }
+def _stops(stop: str | Sequence[str] | None) -> tuple[str, ...]:
+    return (stop,) if isinstance(stop, str) else tuple(stop or ())
 
 
 def _tool_choice(
@@ -1170,17 +1014,6 @@ def _with_system(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[s
         first["content"] = f"{first.get('content') or ''}\n\n{text}".strip()
         return [first, *messages[1:]]
     return [{"role": "system", "content": text}, *messages]
-
-
-def _chat_message(done: Completion, with_tools: bool) -> tuple[dict[str, Any], str]:
-    message: dict[str, Any] = {"role": "assistant", "content": done.text}
-    finish: str = done.finish_reason
-    if with_tools:
-        content, calls = parse_tool_calls(done.text)
-        if calls:
-            message = {"role": "assistant", "content": content, "tool_calls": calls}
-            finish = "tool_calls"
-    return message, finish
 
 
 def _response_format_grammar(fmt: Mapping[str, Any]) -> LlamaGrammar | None:

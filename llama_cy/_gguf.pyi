@@ -1,0 +1,3 @@
+import os
+
+def gguf_tensors(path: str | os.PathLike[str]) -> list[tuple[str, str, int]]: ...

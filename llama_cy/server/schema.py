@@ -1,0 +1,172 @@
+"""Request checking for the server: each endpoint's fields and their JSON types.
+
+Known fields of the wrong type are refused with an OpenAI-shaped 400; unknown fields
+are ignored, as OpenAI's API and llama-server do, so clients that send more than we
+read (``user``, ``parallel_tool_calls``, ...) keep working.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+__all__ = ["CHAT", "COMPLETION", "EMBEDDINGS", "NATIVE_COMPLETION", "ApiError", "check", "parse"]
+
+_NUM = (int, float)
+_INT = (int,)
+_STR = (str,)
+_BOOL = (bool,)
+_LIST = (list,)
+_DICT = (dict,)
+_NULL = (type(None),)
+
+_SAMPLING: dict[str, tuple[type, ...]] = {
+    "model": _STR + _NULL,
+    "stream": _BOOL + _NULL,
+    "stream_options": _DICT + _NULL,
+    "n": _INT + _NULL,
+    "temperature": _NUM + _NULL,
+    "top_p": _NUM + _NULL,
+    "top_k": _INT + _NULL,
+    "min_p": _NUM + _NULL,
+    "typical_p": _NUM + _NULL,
+    "frequency_penalty": _NUM + _NULL,
+    "presence_penalty": _NUM + _NULL,
+    "repeat_penalty": _NUM + _NULL,
+    "seed": _INT + _NULL,
+    "stop": _STR + _LIST + _NULL,
+    "logit_bias": _DICT + _NULL,
+    "grammar": _STR + _NULL,
+    "mirostat_mode": _INT + _NULL,
+    "mirostat_tau": _NUM + _NULL,
+    "mirostat_eta": _NUM + _NULL,
+    "penalty_last_n": _INT + _NULL,
+    "dry_multiplier": _NUM + _NULL,
+    "dry_base": _NUM + _NULL,
+    "dry_allowed_length": _INT + _NULL,
+    "dry_penalty_last_n": _INT + _NULL,
+    "xtc_probability": _NUM + _NULL,
+    "xtc_threshold": _NUM + _NULL,
+    "top_n_sigma": _NUM + _NULL,
+    "dynatemp_range": _NUM + _NULL,
+    "dynatemp_exponent": _NUM + _NULL,
+    "max_tokens": _INT + _NULL,
+    "cache_prompt": _BOOL + _NULL,
+}
+
+#: /v1/completions
+COMPLETION: dict[str, tuple[type, ...]] = {
+    **_SAMPLING,
+    "prompt": _STR + _LIST,
+    "suffix": _STR + _NULL,
+    "echo": _BOOL + _NULL,
+    "logprobs": _INT + _NULL,
+}
+
+#: /v1/chat/completions
+CHAT: dict[str, tuple[type, ...]] = {
+    **_SAMPLING,
+    "messages": _LIST,
+    "max_completion_tokens": _INT + _NULL,
+    "tools": _LIST + _NULL,
+    "tool_choice": _STR + _DICT + _NULL,
+    "functions": _LIST + _NULL,
+    "function_call": _STR + _DICT + _NULL,
+    "response_format": _DICT + _NULL,
+    "logprobs": _BOOL + _NULL,
+    "top_logprobs": _INT + _NULL,
+    "chat_template_kwargs": _DICT + _NULL,
+}
+
+#: llama.cpp's native /completion
+NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
+    **_SAMPLING,
+    "prompt": _STR + _LIST,
+    "n_predict": _INT + _NULL,
+    "repeat_last_n": _INT + _NULL,
+    "mirostat": _INT + _NULL,
+    "n_probs": _INT + _NULL,
+    "json_schema": _DICT + _NULL,
+    "logit_bias": _DICT + _LIST + _NULL,
+    "return_tokens": _BOOL + _NULL,
+}
+
+#: /v1/embeddings
+EMBEDDINGS: dict[str, tuple[type, ...]] = {
+    "input": _STR + _LIST,
+    "model": _STR + _NULL,
+    "encoding_format": _STR + _NULL,
+}
+
+_JSON_NAMES = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "a boolean",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+class ApiError(Exception):
+    """An error answered in OpenAI's shape: ``{"error": {code, message, type, param}}``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.headers = dict(headers or {})
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        error = {"code": self.status, "message": self.message, "type": self.type}
+        return {"error": {**error, "param": self.param, **self.extra}}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
+
+
+def parse(raw: bytes) -> Any:
+    """The request's JSON; 400 if it is not JSON."""
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+
+
+def check(
+    body: Any, fields: Mapping[str, tuple[type, ...]], required: tuple[str, ...]
+) -> dict[str, Any]:
+    """The known, non-null fields of ``body``, each of its declared JSON type."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    for name in required:
+        if body.get(name) is None:
+            raise ApiError(400, f"'{name}' is required", param=name)
+    out = {}
+    for name, value in body.items():
+        types = fields.get(name)
+        if types is None:
+            continue
+        # JSON booleans are not numbers, though Python's bool is an int.
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if not ok:
+            want = " or ".join(_JSON_NAMES[t] for t in types)
+            raise ApiError(400, f"'{name}' must be {want}", param=name)
+        if value is not None:
+            out[name] = value
+    return out
