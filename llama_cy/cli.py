@@ -290,6 +290,7 @@ def _serve(args: argparse.Namespace) -> int:
         flash_attn=_flash(args.flash_attn),
         api_key=args.api_key or os.environ.get("LLAMA_API_KEY") or None,
         embeddings=args.embeddings,
+        pooling=args.pooling,
         seed=args.seed,
         chat_template=template,
         metrics=args.metrics,
@@ -572,6 +573,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--alias", help="the model's name in the API (default: the file name)")
     p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (also $LLAMA_API_KEY)")
     p.add_argument("--embeddings", action="store_true", help="serve /v1/embeddings only")
+    p.add_argument(
+        "--pooling",
+        choices=["none", "mean", "cls", "last", "rank"],
+        help="embedding pooling (default: the model's)",
+    )
     p.add_argument("--chat-template", help="a built-in template's name or a Jinja template")
     p.add_argument("--chat-template-file", help="a file with a Jinja chat template")
     p.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics")

@@ -60,6 +60,7 @@ class ServerSettings:
     flash_attn: bool | None = None
     api_key: str | None = None
     embeddings: bool = False
+    pooling: str | None = None
     seed: int = -1
     chat_template: str | None = None
     metrics: bool = False
@@ -89,7 +90,13 @@ def load_llama(
         builtin = template in CHAT_FORMATS or template in chat_builtin_templates()
         common["chat_format" if builtin else "chat_template"] = template
     if settings.embeddings:
-        return Llama(settings.model, n_ctx=settings.ctx_size, embedding=True, **common)
+        return Llama(
+            settings.model,
+            n_ctx=settings.ctx_size,
+            embedding=True,
+            pooling_type=settings.pooling,
+            **common,
+        )
     return Llama(
         settings.model,
         n_ctx=settings.ctx_size,
@@ -222,7 +229,7 @@ class Server:
         out = {
             k: body[k]
             for k in schema._SAMPLING
-            if k in body and k not in ("model", "stream", "n", "max_tokens", "cache_prompt")
+            if k in body and k not in _NOT_SAMPLING
         }
         out.setdefault("temperature", 0.8)
         if self.settings.seed >= 0:
@@ -349,6 +356,12 @@ class Server:
                 "not_supported_error",
             )
         body = await self._body(request, schema.EMBEDDINGS, "input")
+        if self.llm.ctx.pooling_type == "none":
+            raise ApiError(
+                400,
+                "pooling type 'none' gives a vector per token, which OpenAI's API cannot "
+                "carry: start the server with --pooling mean (or cls, last)",
+            )
         fmt = body.get("encoding_format", "float")
         if fmt not in ("float", "base64"):
             raise ApiError(
@@ -455,7 +468,8 @@ class Server:
             raise ApiError(400, "'tokens' must be an array of integers", param="tokens")
         if tokens:
             self.llm._prompt_tokens(tokens)  # range check
-        return JSONResponse({"content": self.llm.model.detokenize(tokens)})
+        text = self.llm.model.detokenize(tokens, unparse_special=True)
+        return JSONResponse({"content": text})
 
     async def apply_template(self, request: Request) -> Response:
         body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
@@ -555,6 +569,10 @@ class Server:
                 f"llamacpp:{name} {value}",
             ]
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+
+
+# Common request fields that are not sampler settings.
+_NOT_SAMPLING = frozenset(["model", "stream", "stream_options", "n", "max_tokens", "cache_prompt"])
 
 
 class _GoneError(LlamaError):

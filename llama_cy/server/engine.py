@@ -374,19 +374,21 @@ class Engine:
             len(gen.generated),
             (now - s.t_prompt) * 1e3,
         )
-        task.post(gen.finish(out, timings))
-        with self._cond:
+        last = gen.finish(out, timings)
+        with self._cond:  # free the slot before the client hears that it is done
             self._release(s)
+        task.post(last)
 
     def _fail(self, s: Slot, exc: BaseException) -> None:
         """A decode failed: this slot's request ends with the error, its sequence is
         dropped (part of the batch may have reached the KV cache)."""
         self.llm.ctx.seq_rm(s.id, -1, -1)
         s.cache.clear()
-        if s.task is not None:
-            s.task.post(exc)
+        task = s.task
         with self._cond:
             self._release(s)
+        if task is not None:
+            task.post(exc)
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

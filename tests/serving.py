@@ -1,0 +1,142 @@
+"""Start ``llama-cy serve`` in a child process on a free loopback port, for the tests."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    """A ``llama-cy serve`` child process; ``close()`` stops it and checks it exited."""
+
+    def __init__(self, model: Path, *args: str, api_key: str | None = None) -> None:
+        self.port = free_port()
+        self.api_key = api_key
+        cmd = [
+            sys.executable,
+            "-m",
+            "llama_cy",
+            "serve",
+            "-m",
+            str(model),
+            "--port",
+            str(self.port),
+        ]
+        cmd += list(args)
+        if api_key is not None:
+            cmd += ["--api-key", api_key]
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.output()}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                time.sleep(0.1)
+        raise RuntimeError(f"the server did not start in {timeout} s: {self.output()}")
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+    ) -> tuple[int, dict[str, str], Any]:
+        """(status, lower-cased headers, JSON or text); errors are returned, not raised."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        h = {"Content-Type": "application/json", **(headers or {})}
+        if auth and self.api_key is not None:
+            h.setdefault("Authorization", f"Bearer {self.api_key}")
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                status, hdrs, payload = r.status, _lower(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            status, hdrs, payload = e.code, _lower(e.headers), e.read()
+        text = payload.decode()
+        try:
+            return status, hdrs, json.loads(text)
+        except ValueError:
+            return status, hdrs, text
+
+    def slots(self) -> list[dict[str, Any]]:
+        status, _, body = self.request("GET", "/slots")
+        assert status == 200, body
+        assert isinstance(body, list)
+        return body
+
+    def wait_idle(self, timeout: float) -> float:
+        """Seconds until every slot is idle; AssertionError after ``timeout``."""
+        t0 = time.monotonic()
+        while True:
+            if not any(s["is_processing"] for s in self.slots()):
+                return time.monotonic() - t0
+            if time.monotonic() - t0 > timeout:
+                raise AssertionError(f"slots still busy after {timeout} s: {self.slots()}")
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        finally:
+            self.log.close()
+        assert code in (0, -15), f"the server exited with {code}"
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def sse_events(lines: Sequence[bytes]) -> list[Any]:
+    """The JSON payloads of ``data:`` lines (``[DONE]`` as the string)."""
+    out = []
+    for line in lines:
+        if line.startswith(b"data: "):
+            payload = line[6:].strip()
+            out.append(payload.decode() if payload == b"[DONE]" else json.loads(payload))
+    return out
+
+
+def _lower(headers: Any) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
