@@ -16,9 +16,9 @@ import jsonschema
 import numpy as np
 import openai
 import pytest
+from serving import Server, sse_events
 
 import llama_cy as lc
-from tests.serving import Server, sse_events
 
 KEY = "test-key"
 ALIAS = "gemma"
@@ -203,7 +203,7 @@ def test_chat_tools(client: openai.OpenAI, stream: bool) -> None:
 
 
 def test_chat_json_schema(client: openai.OpenAI) -> None:
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "name": {"type": "string"},
@@ -278,7 +278,7 @@ def test_disconnect_mid_stream_frees_the_slot(server: Server) -> None:
         if resp.readline().startswith(b"data: "):
             events += 1
     assert any(s["is_processing"] for s in server.slots())
-    conn.sock.close()  # type: ignore[union-attr]
+    conn.sock.close()
     conn.close()
     assert server.wait_idle(1.0) < 1.0
 
@@ -290,7 +290,7 @@ def test_disconnect_while_waiting_for_a_whole_response_frees_the_slot(server: Se
     while not any(s["is_processing"] for s in server.slots()):
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    conn.sock.close()  # type: ignore[union-attr]
+    conn.sock.close()
     conn.close()
     assert server.wait_idle(1.0) < 1.0
 
@@ -468,7 +468,7 @@ def test_full_queue_answers_503(gemma_path: Path) -> None:
         assert status == 503
         assert headers.get("retry-after") == "1"
         assert body["error"]["type"] == "unavailable_error"
-        running.sock.close()  # type: ignore[union-attr]
+        running.sock.close()
         running.close()
         thread.join(60)
         assert waiting[0][0] == 200

@@ -226,11 +226,7 @@ class Server:
 
     def _sampling(self, body: dict[str, Any]) -> dict[str, Any]:
         """The sampling fields, with llama-server's defaults where the request has none."""
-        out = {
-            k: body[k]
-            for k in schema._SAMPLING
-            if k in body and k not in _NOT_SAMPLING
-        }
+        out = {k: body[k] for k in schema._SAMPLING if k in body and k not in _NOT_SAMPLING}
         out.setdefault("temperature", 0.8)
         if self.settings.seed >= 0:
             out.setdefault("seed", self.settings.seed)
