@@ -1,6 +1,6 @@
 """llama.cpp's own programs, built from the same source with the same CMake switches.
 
-llama-bench and llama-batched-bench come from llama.cpp's tools; the C++ decode loop
+llama-bench, llama-batched-bench and llama-server come from llama.cpp's tools; the C++ decode loop
 (tests/reference_loop.py) is linked against the package's own libllama.
 """
 
@@ -15,17 +15,18 @@ from llama_cy._build_config import CMAKE_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "subprojects" / "llama.cpp"
-TOOLS = ("llama-bench", "llama-batched-bench")
+TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
 
 # The package build turns llama.cpp's tools off; everything else stays as it was.
 _ENABLE = {
     "-DLLAMA_BUILD_COMMON=OFF": "-DLLAMA_BUILD_COMMON=ON",
     "-DLLAMA_BUILD_TOOLS=OFF": "-DLLAMA_BUILD_TOOLS=ON",
+    "-DLLAMA_BUILD_SERVER=OFF": "-DLLAMA_BUILD_SERVER=ON",
 }
 
 
 def build_tools(build: Path) -> dict[str, Path]:
-    """Configure (once) and build llama-bench and llama-batched-bench into ``build``."""
+    """Configure (once) and build llama-bench, llama-batched-bench and llama-server."""
     args = [_ENABLE.get(a, a) for a in CMAKE_ARGS]
     stamp = build / "bench-cmake-args.txt"
     if not (stamp.is_file() and stamp.read_text() == "\n".join(args)):

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 import cases  # noqa: E402
 import native  # noqa: E402
+import server_load  # noqa: E402
 from reference_loop import build_reference, run_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
@@ -103,16 +104,25 @@ def prepare_models(quick: bool) -> dict[str, Path]:
 
 
 def prepare_lcp() -> Path | None:
-    """llama-cpp-python from PyPI in its own virtual environment (built from source)."""
+    """llama-cpp-python and its server from PyPI in their own virtual environment (llama.cpp
+    built from source by its pip install)."""
     venv = WORK / "lcp-venv"
     python = venv / "bin" / "python"
-    probe = [str(python), "-c", "import llama_cpp; print(llama_cpp.__version__)"]
+    probe = [str(python), "-c", "import llama_cpp.server.app; print(llama_cpp.__version__)"]
     if python.is_file() and subprocess.run(probe, capture_output=True).returncode == 0:
         return python
     print(f"installing llama-cpp-python=={LCP_VERSION} (builds llama.cpp: minutes)", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "numpy", f"llama-cpp-python=={LCP_VERSION}"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "numpy",
+            f"llama-cpp-python[server]=={LCP_VERSION}",
+        ],
         check=True,
     )
     return python
@@ -455,10 +465,60 @@ def bench_batched(
     model.close()
 
 
+def bench_server(
+    rows: list[Comparison],
+    tools: dict[str, Path],
+    models: dict[str, Path],
+    args: Any,
+    python: Path | None,
+) -> None:
+    """Aggregate tokens/s of the three servers at 1, 4 and 8 concurrent clients."""
+    path = str(models["gemma"])
+    with lc.LlamaModel.load(path, vocab_only=True) as model:
+        no_eog = [t for t in range(model.n_vocab) if model.is_eog(t)]
+    threads = str(args.threads)
+    port = 18400
+    commands = {
+        "llama_cy": [sys.executable, "-m", "llama_cy", "serve", "-m", path, "--port", str(port),
+                     "-np", "8", "-c", "8192", "-t", threads, "-a", "m"],
+        "llama-server": [str(tools["llama-server"]), "-m", path, "--port", str(port),
+                         "-np", "8", "-c", "8192", "-t", threads, "-a", "m"],
+    }  # fmt: skip
+    if python is not None:
+        # llama-cpp-python's server runs one request at a time, in a context of a slot's size.
+        commands["llama-cpp-python"] = [
+            str(python), "-m", "llama_cpp.server", "--model", path, "--port", str(port),
+            "--n_ctx", "1024", "--n_threads", threads, "--model_alias", "m",
+        ]  # fmt: skip
+    clients = (1, 4, 8)
+    speeds: dict[tuple[str, int], list[float]] = {(k, n): [] for k in commands for n in clients}
+    for _ in range(min(args.rounds, 3)):
+        for name, cmd in commands.items():
+            server = server_load.ServerProcess(cmd, port, WORK / f"server-{name}.log")
+            try:
+                server_load.aggregate_speed(port, "m", 2, 1, 16, no_eog)  # warm-up
+                for n in clients:
+                    speeds[name, n].append(server_load.aggregate_speed(port, "m", n, 2, 64, no_eog))
+                    print(f"  {name}, {n} clients: {speeds[name, n][-1]:.1f} tok/s", flush=True)
+            finally:
+                server.stop()
+    for theirs in commands:
+        if theirs == "llama_cy":
+            continue
+        for n in clients:
+            target = "≥ 0.9" if theirs == "llama-server" and n == 8 else "-"
+            if theirs == "llama-cpp-python":
+                target = "≥ 1"
+            c = Comparison(f"(7) server, {n} clients", "tok/s", target, theirs)
+            c.ours, c.theirs = speeds["llama_cy", n], speeds[theirs, n]
+            print(f"  {c.name} vs {theirs}: ratio {c.ratio():.3f}", flush=True)
+            rows.append(c)
+
+
 # ---- report ---------------------------------------------------------------------------
 
 
-def report(rows: list[Comparison], args: Any, out_dir: Path) -> Path:
+def report(rows: list[Comparison], args: Any, out_dir: Path, suffix: str = "") -> Path:
     date = datetime.date.today().isoformat()
     head = (
         f"# llama_cy bench, {date}, CPU\n\n"
@@ -485,7 +545,7 @@ def report(rows: list[Comparison], args: Any, out_dir: Path) -> Path:
     print("\n" + table)
     out_dir.mkdir(parents=True, exist_ok=True)
     tag = "" if args.threads == os.cpu_count() else f"-t{args.threads}"
-    md = out_dir / f"{date}-cpu{tag}{'-quick' if args.quick else ''}.md"
+    md = out_dir / f"{date}-cpu{tag}{'-quick' if args.quick else ''}{suffix}.md"
     md.write_text(
         head + "Ratios: llama_cy ÷ reference for rates, reference ÷ llama_cy for "
         "times (above 1 means llama_cy is better); differences are llama_cy - reference.\n\n"
@@ -514,6 +574,9 @@ def main() -> None:
         "--quick", action="store_true", help="smoke run: tiny model, one round, C++ loop only"
     )
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
+    parser.add_argument(
+        "--only", choices=["server"], help="run one group of comparisons (the rest are skipped)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     if args.quick:
@@ -521,8 +584,14 @@ def main() -> None:
 
     WORK.mkdir(parents=True, exist_ok=True)
     models = prepare_models(args.quick)
+    if args.only == "server":
+        rows: list[Comparison] = []
+        python = None if args.no_lcp else prepare_lcp()
+        bench_server(rows, native.build_tools(WORK / "native"), models, args, python)
+        print(f"wrote {report(rows, args, args.out, suffix='-server')}")
+        return
     loop = build_reference(WORK / "loop")
-    rows: list[Comparison] = []
+    rows = []
     bench_greedy(rows, loop, models, args)
     bench_load(rows, loop, models, args)
     python = None if args.no_lcp else prepare_lcp()
@@ -532,6 +601,7 @@ def main() -> None:
         bench_sampling(rows, loop, models, args, python)
         bench_pp(rows, tools, models, args)
         bench_batched(rows, tools, models, args)
+        bench_server(rows, tools, models, args, python)
     print(f"wrote {report(rows, args, args.out)}")
 
 
