@@ -330,6 +330,20 @@ def test_malformed_and_mistyped_requests(server: Server) -> None:
     status, _, body = server.request("POST", "/v1/completions", {"prompt": "hi", "n": 2})
     assert status == 400
 
+    status, _, body = server.request("POST", "/v1/completions", {"prompt": "hi", "stop": [1]})
+    assert status == 400
+    assert body["error"]["param"] == "stop"
+
+    status, _, body = server.request(
+        "POST", "/v1/completions", {"prompt": "hi", "grammar": "root ::= nothing-defined"}
+    )
+    assert status == 400
+
+    status, _, body = server.request(
+        "POST", "/v1/completions", {"prompt": "hi", "logit_bias": {"not-a-token": 1}}
+    )
+    assert status == 400
+
     status, _, body = server.request(
         "POST",
         "/v1/chat/completions",

@@ -226,6 +226,9 @@ class Server:
 
     def _sampling(self, body: dict[str, Any]) -> dict[str, Any]:
         """The sampling fields, with llama-server's defaults where the request has none."""
+        stop = body.get("stop")
+        if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
+            raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
         out = {k: body[k] for k in schema._SAMPLING if k in body and k not in _NOT_SAMPLING}
         out.setdefault("temperature", 0.8)
         if self.settings.seed >= 0:

@@ -347,7 +347,10 @@ class Engine:
             s.cache.extend(tokens)
         for s in busy:
             if s.i_batch >= 0 and s.task is not None:
-                self._sample(s)
+                try:
+                    self._sample(s)
+                except Exception as exc:  # e.g. a grammar with no way on: this request only
+                    self._fail(s, exc)
 
     def _sample(self, s: Slot) -> None:
         task, gen = s.task, s.gen
@@ -380,8 +383,8 @@ class Engine:
         task.post(last)
 
     def _fail(self, s: Slot, exc: BaseException) -> None:
-        """A decode failed: this slot's request ends with the error, its sequence is
-        dropped (part of the batch may have reached the KV cache)."""
+        """A decode or a sampler failed: this slot's request ends with the error and its
+        sequence is dropped (part of the batch may have reached the KV cache)."""
         self.llm.ctx.seq_rm(s.id, -1, -1)
         s.cache.clear()
         task = s.task
