@@ -41,6 +41,7 @@ class LlamaModel(Handle):
         kv_overrides: Mapping[str, bool | int | float | str] | None = None,
         devices: Sequence[Device] | None = None,
         progress: Callable[[float], bool | None] | None = None,
+        rpc_servers: str | Sequence[str] | None = None,
     ) -> LlamaModel: ...
     @staticmethod
     def load_splits(
@@ -57,6 +58,7 @@ class LlamaModel(Handle):
         kv_overrides: Mapping[str, bool | int | float | str] | None = None,
         devices: Sequence[Device] | None = None,
         progress: Callable[[float], bool | None] | None = None,
+        rpc_servers: str | Sequence[str] | None = None,
     ) -> LlamaModel: ...
     @staticmethod
     def from_metadata(

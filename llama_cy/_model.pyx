@@ -132,6 +132,23 @@ cdef c.llama_model_params _model_params(
     return p
 
 
+def _with_rpc(devices, rpc_servers):
+    """``devices`` plus the RPC servers' devices (all local GPUs too, if ``devices`` is
+    None, as llama.cpp's tools do with --rpc)."""
+    if not rpc_servers:
+        return devices
+    from llama_cy._backend import devices as all_devices
+    from llama_cy._rpc import rpc_devices
+
+    if isinstance(rpc_servers, str):
+        rpc_servers = [s.strip() for s in rpc_servers.split(",") if s.strip()]
+    remote = rpc_devices(rpc_servers)
+    if devices is None:
+        devices = [d for d in all_devices() if d.type in ("gpu", "igpu")
+                   and not d.backend.startswith("RPC")]
+    return list(devices) + remote
+
+
 cdef class _LoadBuffers:
     """C arrays that llama_model_params points to; they live until the load returns."""
     cdef c.llama_model_kv_override *kv
@@ -377,29 +394,31 @@ cdef class LlamaModel(Handle):
     def load(path, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
              tensor_split=None, bint use_mmap=True, bint use_mlock=False,
              bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
-             devices=None, progress=None):
+             devices=None, progress=None, rpc_servers=None):
         """Load a GGUF file (or the first file of a ``-00001-of-0000N.gguf`` split set).
 
         ``progress(fraction) -> bool | None`` is called during the load; returning
-        ``False`` cancels it. Raises :class:`~llama_cy.errors.ModelLoadError` for a missing,
-        empty, corrupt or truncated file, or a cancelled load.
+        ``False`` cancels it. ``rpc_servers`` (``"host:port"`` strings) adds the devices
+        of those ggml RPC servers to ``devices``: with ``n_gpu_layers=-1`` the layers
+        are spread over them. Raises :class:`~llama_cy.errors.ModelLoadError` for a
+        missing, empty, corrupt or truncated file, or a cancelled load.
         """
         return _load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, devices, progress)
+                     kv_overrides, _with_rpc(devices, rpc_servers), progress)
 
     @staticmethod
     def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
                     tensor_split=None, bint use_mmap=True, bint use_mlock=False,
                     bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
-                    devices=None, progress=None):
+                    devices=None, progress=None, rpc_servers=None):
         """Load a model split over several files with any naming, given in order."""
         paths = list(paths)
         if not paths:
             raise ValueError("load_splits needs at least one path")
         return _load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, devices, progress)
+                     kv_overrides, _with_rpc(devices, rpc_servers), progress)
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,

@@ -77,6 +77,7 @@ def _add_model(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument(
         "-fa", "--flash-attn", choices=["on", "off", "auto"], default="auto", help="flash attention"
     )
+    p.add_argument("--rpc", help="ggml RPC servers to spread the model over: HOST:PORT,...")
     p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
 
 
@@ -169,6 +170,7 @@ def _llama(args: argparse.Namespace, **extra: Any) -> Any:
         n_ubatch=args.ubatch_size,
         flash_attn=_flash(args.flash_attn),
         progress=_Bar(f"loading {os.path.basename(path)}"),
+        rpc_servers=args.rpc,
         **extra,
     )
 
@@ -296,6 +298,7 @@ def _serve(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         timeout=args.timeout,
         max_queue=args.queue_size,
+        rpc=args.rpc,
     )
     print(
         f"llama-cy: serving {settings.model_id} on http://{args.host}:{args.port}", file=sys.stderr
@@ -381,7 +384,10 @@ def _bench(args: argparse.Namespace) -> int:
     n_threads = args.threads or default_n_threads()
     rng = np.random.default_rng(0)
     rows = []
-    with LlamaModel.load(path, n_gpu_layers=args.n_gpu_layers, progress=_Bar("loading")) as model:
+    loaded = LlamaModel.load(
+        path, n_gpu_layers=args.n_gpu_layers, progress=_Bar("loading"), rpc_servers=args.rpc
+    )
+    with loaded as model:
         n_ctx = max([*pps, *tgs, 1]) + 1
         ctx = LlamaContext(
             model,
@@ -499,6 +505,63 @@ def _quantize(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+# ---- rpc-server -----------------------------------------------------------------------
+
+
+def _rpc_server(args: argparse.Namespace) -> int:
+    import threading
+
+    from llama_cy._backend import default_n_threads, devices
+    from llama_cy._rpc import rpc_start_server
+
+    _verbose(args.verbose)
+    local = [d for d in devices() if not d.backend.startswith("RPC")]
+    if args.device:
+        names = [n.strip() for n in args.device.split(",") if n.strip()]
+        chosen = [d for d in local if d.name in names]
+        missing = set(names) - {d.name for d in chosen}
+        if missing:
+            known = ", ".join(d.name for d in local)
+            raise SystemExit(
+                f"llama-cy rpc-server: no device {sorted(missing)}; there are: {known}"
+            )
+    else:  # the GPUs if there are any, else the CPU (as llama.cpp's rpc-server)
+        chosen = [d for d in local if d.type in ("gpu", "igpu")] or [
+            d for d in local if d.type == "cpu"
+        ]
+    endpoint = f"{args.host}:{args.port}"
+    print(
+        "llama-cy rpc-server: WARNING: the RPC protocol has no authentication and no "
+        "encryption: anyone who reaches this port can run code on these devices"
+        + (
+            ""
+            if args.host in ("127.0.0.1", "localhost", "::1")
+            else "; never expose it to an untrusted network"
+        ),
+        file=sys.stderr,
+    )
+    names = ", ".join(d.name for d in chosen)
+    print(f"llama-cy rpc-server: serving {names} on {endpoint}", file=sys.stderr, flush=True)
+    n_threads = args.threads or default_n_threads()
+    cache = os.path.expanduser(args.cache_dir) if args.cache_dir else None
+    # ggml's server loop never returns: it runs in a daemon thread so that Ctrl-C and
+    # SIGTERM end the process.
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            rpc_start_server(endpoint, chosen, n_threads, cache)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve, name="llama_cy-rpc-server", daemon=True)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+    return 1
 
 
 # ---- the parser -----------------------------------------------------------------------
@@ -638,6 +701,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
     p.set_defaults(fn=_quantize)
+
+    p = sub.add_parser(
+        "rpc-server",
+        help="lend this machine's devices to llama.cpp's RPC backend",
+        description="Serve this machine's devices to ggml RPC clients (llama-cy ... --rpc). "
+        "Unauthenticated: keep it on loopback or a private network.",
+    )
+    p.add_argument(
+        "-H", "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
+    p.add_argument("-p", "--port", type=int, default=50052)
+    p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads (default: cores)")
+    p.add_argument(
+        "-d", "--device", help="devices to serve, comma-separated (default: GPUs, else CPU)"
+    )
+    p.add_argument("-c", "--cache-dir", help="cache tensors received from clients in this folder")
+    p.add_argument("-v", "--verbose", action="store_true", help="print llama.cpp's log")
+    p.set_defaults(fn=_rpc_server)
     return parser
 
 

@@ -110,6 +110,7 @@ class Llama:
         lora_path: str | None = None,
         lora_scale: float = 1.0,
         progress: Callable[[float], bool | None] | None = None,
+        rpc_servers: str | Sequence[str] | None = None,
         **params: Any,
     ) -> None:
         self._model_owned = True
@@ -124,6 +125,7 @@ class Llama:
             vocab_only=vocab_only,
             kv_overrides=kv_overrides,
             progress=progress,
+            rpc_servers=rpc_servers,
         )
         try:
             self._setup(**params)

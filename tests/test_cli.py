@@ -15,7 +15,7 @@ import pytest
 import llama_cy as lc
 from llama_cy._gguf import gguf_tensors
 
-COMMANDS = ["run", "chat", "serve", "info", "bench", "quantize"]
+COMMANDS = ["run", "chat", "serve", "info", "bench", "quantize", "rpc-server"]
 
 
 def llama_cy_cmd() -> list[str]:

@@ -2,6 +2,9 @@
 
 usage: build_llama_cpp.py SOURCE CMAKE_BUILD_DIR OUTDIR OUTPUT... -- CMAKE_ARG...
 
+$LLAMA_CY_LLAMA_CPP_BUILD, when set, replaces CMAKE_BUILD_DIR: wheel builds point it at
+one folder for every Python version, so llama.cpp is compiled once per platform.
+
 CMake is configured once per set of arguments and rebuilt incrementally after that, so
 a rebuild with no change is a no-op. Each OUTPUT (the SONAME of a library, or the file
 name of a backend plugin) is copied into OUTDIR only when its bytes changed: Meson's
@@ -53,6 +56,7 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
 def main() -> None:
     sep = sys.argv.index("--")
     source, build, outdir = map(Path, sys.argv[1:4])
+    build = Path(os.environ.get("LLAMA_CY_LLAMA_CPP_BUILD") or build)
     outputs, cmake_args = [Path(o).name for o in sys.argv[4:sep]], sys.argv[sep + 1 :]
     build.mkdir(parents=True, exist_ok=True)
     configure(source, build, cmake_args)

@@ -66,6 +66,7 @@ class ServerSettings:
     metrics: bool = False
     timeout: float = 600.0
     max_queue: int = 256
+    rpc: str | None = None
 
     @property
     def model_id(self) -> str:
@@ -78,6 +79,7 @@ def load_llama(
     """The ``Llama`` the server runs: one context with a sequence per slot."""
     common: dict[str, Any] = {
         "progress": progress,
+        "rpc_servers": settings.rpc,
         "n_gpu_layers": settings.n_gpu_layers,
         "n_threads": settings.threads,
         "n_batch": settings.batch_size,
