@@ -126,6 +126,9 @@ class Engine:
         self._next_id = 0
         self._thread = threading.Thread(target=self._run, name="llama_cy-engine", daemon=True)
         self._error: BaseException | None = None
+        # What a step has for the clients, handed to their event loops in one call per
+        # loop: one wake-up (and GIL hand-over) per step instead of one per slot.
+        self._outbox: list[tuple[Task, CompletionChunk | BaseException]] = []
         # Counters for /metrics, named as llama-server's.
         self.n_prompt_tokens = 0
         self.t_prompt_s = 0.0
@@ -335,6 +338,7 @@ class Engine:
         except LlamaError as exc:
             for s, _ in added:
                 self._fail(s, exc)
+            self._flush()
             return
         dt = time.perf_counter() - t0
         self.n_decode += 1
@@ -351,6 +355,19 @@ class Engine:
                     self._sample(s)
                 except Exception as exc:  # e.g. a grammar with no way on: this request only
                     self._fail(s, exc)
+        self._flush()
+
+    def _flush(self) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Task, Any]]] = {}
+        for task, item in self._outbox:
+            by_loop.setdefault(task.loop, []).append((task, item))
+        self._outbox.clear()
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_deliver, items)
+            except RuntimeError:  # the event loop is gone: nobody is listening any more
+                for task, _ in items:
+                    task.cancelled = True
 
     def _sample(self, s: Slot) -> None:
         task, gen = s.task, s.gen
@@ -368,7 +385,7 @@ class Engine:
         if gen.reason is None:
             s.token = token
             if out:
-                task.post(gen.chunk(out))
+                self._outbox.append((task, gen.chunk(out)))
             return
         timings = Timings(
             s.n_cached,
@@ -380,7 +397,7 @@ class Engine:
         last = gen.finish(out, timings)
         with self._cond:  # free the slot before the client hears that it is done
             self._release(s)
-        task.post(last)
+        self._outbox.append((task, last))
 
     def _fail(self, s: Slot, exc: BaseException) -> None:
         """A decode or a sampler failed: this slot's request ends with the error and its
@@ -391,7 +408,12 @@ class Engine:
         with self._cond:
             self._release(s)
         if task is not None:
-            task.post(exc)
+            self._outbox.append((task, exc))
+
+
+def _deliver(items: list[tuple[Task, Any]]) -> None:
+    for task, item in items:
+        task.queue.put_nowait(item)
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
