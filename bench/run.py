@@ -585,6 +585,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     models = prepare_models(args.quick)
     if args.only == "server":
+        args.rounds = min(args.rounds, 3)  # each round starts three servers
         rows: list[Comparison] = []
         python = None if args.no_lcp else prepare_lcp()
         bench_server(rows, native.build_tools(WORK / "native"), models, args, python)
