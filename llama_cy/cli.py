@@ -542,8 +542,8 @@ def _rpc_server(args: argparse.Namespace) -> int:
         ),
         file=sys.stderr,
     )
-    names = ", ".join(d.name for d in chosen)
-    print(f"llama-cy rpc-server: serving {names} on {endpoint}", file=sys.stderr, flush=True)
+    served = ", ".join(d.name for d in chosen)
+    print(f"llama-cy rpc-server: serving {served} on {endpoint}", file=sys.stderr, flush=True)
     n_threads = args.threads or default_n_threads()
     cache = os.path.expanduser(args.cache_dir) if args.cache_dir else None
     # ggml's server loop never returns: it runs in a daemon thread so that Ctrl-C and

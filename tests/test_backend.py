@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import llama_cy
+from llama_cy._build_config import CMAKE_ARGS
 
 
 def test_versions() -> None:
@@ -58,9 +59,12 @@ def test_capabilities_are_bools() -> None:
     ):
         assert isinstance(probe(), bool)
     assert llama_cy.supports_mmap() is (os.name == "posix")
-    # This build has no GPU backend unless one was asked for at build time.
+    # This build has no GPU backend unless one was asked for at build time; llama.cpp
+    # counts the RPC backend (remote devices) as offload too.
     gpu = any(d.type in ("gpu", "igpu") for d in llama_cy.devices())
-    assert llama_cy.supports_gpu_offload() is gpu
+    rpc = "-DGGML_RPC=ON" in CMAKE_ARGS
+    assert llama_cy.supports_rpc() is rpc
+    assert llama_cy.supports_gpu_offload() is (gpu or rpc)
 
 
 def test_numa_init() -> None:

@@ -48,7 +48,8 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) ->
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"rpc-server exited: {proc.stderr.read() if proc.stderr else ''}")
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise RuntimeError(f"rpc-server exited: {err}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
