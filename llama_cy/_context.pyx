@@ -7,6 +7,7 @@ released) instead of corrupting it.
 """
 
 import os
+import signal
 
 cimport cython
 
@@ -365,6 +366,10 @@ cdef class LlamaContext(ViewOwner):
             # Hand the Ctrl-C to the handler it was meant for (KeyboardInterrupt by default).
             raise_signal(SIGINT)
             PyErr_CheckSignals()
+            # Seen once under heavy load: the handler had not run yet. The default one
+            # would have raised, so raise what it would have.
+            if rc != 0 and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                raise KeyboardInterrupt()
         if rc != 0:
             raise decode_error(rc, "llama_encode" if encoder else "llama_decode")
 
