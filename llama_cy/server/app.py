@@ -256,9 +256,7 @@ class Server:
         watcher = asyncio.create_task(_watch_disconnect(request, engine, task))
         try:
             chunks = [c async for c in engine.results(task)]
-        except asyncio.CancelledError:
-            raise
-        except _GoneError:
+        except _GoneError:  # nobody reads this answer; 499 is nginx's "client closed"
             return Response(status_code=499)
         finally:
             watcher.cancel()
