@@ -7,7 +7,6 @@ released) instead of corrupting it.
 """
 
 import os
-import signal
 
 cimport cython
 
@@ -51,6 +50,7 @@ cdef extern from "<signal.h>" nogil:
         sigset_t sa_mask
     int sigaction(int signum, const sigaction_t *act, sigaction_t *oldact)
     int sigemptyset(sigset_t *set)
+    void (*SIG_IGN)(int)
 
 
 cdef dict _ROPE_SCALING = {
@@ -338,6 +338,10 @@ cdef class LlamaContext(ViewOwner):
         cdef int32_t rc
         cdef bint main = PyThread_get_thread_ident() == _main_thread
         cdef sigaction_t act, old
+        if main:
+            # A process that ignores Ctrl-C (a background job) keeps ignoring it.
+            sigaction(SIGINT, NULL, &old)
+            main = old.sa_handler != SIG_IGN
         self._lock_acquire()
         try:
             self._abort = 0
@@ -366,10 +370,6 @@ cdef class LlamaContext(ViewOwner):
             # Hand the Ctrl-C to the handler it was meant for (KeyboardInterrupt by default).
             raise_signal(SIGINT)
             PyErr_CheckSignals()
-            # Seen once under heavy load: the handler had not run yet. The default one
-            # would have raised, so raise what it would have.
-            if rc != 0 and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                raise KeyboardInterrupt()
         if rc != 0:
             raise decode_error(rc, "llama_encode" if encoder else "llama_decode")
 

@@ -42,6 +42,7 @@ class LlamaModel(Handle):
         devices: Sequence[Device] | None = None,
         progress: Callable[[float], bool | None] | None = None,
         rpc_servers: str | Sequence[str] | None = None,
+        use_extra_bufts: bool = True,
     ) -> LlamaModel: ...
     @staticmethod
     def load_splits(

@@ -110,7 +110,7 @@ cdef void _tensor_set(ggml_tensor *tensor, data):
 
 cdef c.llama_model_params _model_params(
     int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
-    bint vocab_only, bint check_tensors,
+    bint vocab_only, bint check_tensors, bint use_extra_bufts=True,
 ) except *:
     cdef c.llama_model_params p = c.llama_model_default_params()
     p.n_gpu_layers = n_gpu_layers
@@ -129,6 +129,7 @@ cdef c.llama_model_params _model_params(
         p.load_mode = c.LLAMA_LOAD_MODE_NONE
     p.vocab_only = vocab_only
     p.check_tensors = check_tensors
+    p.use_extra_bufts = use_extra_bufts
     return p
 
 
@@ -287,7 +288,7 @@ cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, siz
 
 cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu, tensor_split,
                       bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
-                      kv_overrides, devices, progress):
+                      kv_overrides, devices, progress, bint use_extra_bufts=True):
     """What load() and load_splits() share: the checks, the parameters, the nogil load."""
     for p in paths:
         if not os.path.isfile(p):
@@ -295,7 +296,8 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
         if os.path.getsize(p) == 0:
             raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
     cdef c.llama_model_params params = _model_params(
-        n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors)
+        n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors,
+        use_extra_bufts)
     cdef _LoadBuffers buffers = _LoadBuffers()
     buffers.fill(&params, kv_overrides, tensor_split, devices)
     cdef _Callback cb = None
@@ -394,7 +396,7 @@ cdef class LlamaModel(Handle):
     def load(path, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
              tensor_split=None, bint use_mmap=True, bint use_mlock=False,
              bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
-             devices=None, progress=None, rpc_servers=None):
+             devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True):
         """Load a GGUF file (or the first file of a ``-00001-of-0000N.gguf`` split set).
 
         ``progress(fraction) -> bool | None`` is called during the load; returning
@@ -402,10 +404,12 @@ cdef class LlamaModel(Handle):
         of those ggml RPC servers to ``devices``: with ``n_gpu_layers=-1`` the layers
         are spread over them. Raises :class:`~llama_cy.errors.ModelLoadError` for a
         missing, empty, corrupt or truncated file, or a cancelled load.
+        ``use_extra_bufts=False`` keeps weights out of the CPU backend's repacked layouts
+        (llama-cli's ``--no-repack``).
         """
         return _load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, _with_rpc(devices, rpc_servers), progress)
+                     kv_overrides, _with_rpc(devices, rpc_servers), progress, use_extra_bufts)
 
     @staticmethod
     def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,

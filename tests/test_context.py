@@ -844,6 +844,8 @@ def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A suite run as a background job ignores SIGINT, and so would its children.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert child.stdout is not None
@@ -865,6 +867,44 @@ def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
     assert 0 <= latency < 1.0
     assert lines["handler"] == "restored True"
     assert lines["works"] == "True"
+
+
+IGNORED_CTRL_C_CHILD = """
+import signal
+import sys
+
+import llama_cy as lc
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+model = lc.LlamaModel.load(sys.argv[1])
+ctx = lc.LlamaContext(model, n_ctx=1024, n_batch=512, n_threads=1)
+batch = lc.LlamaBatch(512)
+batch.add_sequence(model.tokenize("The quick brown fox " * 100)[:512])
+print("ready", flush=True)
+ctx.decode(batch)
+print("decoded", flush=True)
+"""
+
+
+def test_ctrl_c_ignored_by_the_process_does_not_abort(gemma_path: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", IGNORED_CTRL_C_CHILD, str(gemma_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, err[-3000:]
+    assert out.strip() == "decoded"
 
 
 # ---- threads ----------------------------------------------------------------------------------
