@@ -4,6 +4,8 @@ usage: build_llama_cpp.py SOURCE CMAKE_BUILD_DIR OUTDIR OUTPUT... -- CMAKE_ARG..
 
 $LLAMA_CY_LLAMA_CPP_BUILD, when set, replaces CMAKE_BUILD_DIR: wheel builds point it at
 one folder for every Python version, so llama.cpp is compiled once per platform.
+$LLAMA_CY_CMAKE_ARGS adds CMake arguments of your own (a toolkit in an odd place,
+-DGGML_CUDA_NO_VMM=ON, ...), after the package's.
 
 CMake is configured once per set of arguments and rebuilt incrementally after that, so
 a rebuild with no change is a no-op. Each OUTPUT (the SONAME of a library, or the file
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import filecmp
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,6 +61,7 @@ def main() -> None:
     source, build, outdir = map(Path, sys.argv[1:4])
     build = Path(os.environ.get("LLAMA_CY_LLAMA_CPP_BUILD") or build)
     outputs, cmake_args = [Path(o).name for o in sys.argv[4:sep]], sys.argv[sep + 1 :]
+    cmake_args += shlex.split(os.environ.get("LLAMA_CY_CMAKE_ARGS", ""))
     build.mkdir(parents=True, exist_ok=True)
     configure(source, build, cmake_args)
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
