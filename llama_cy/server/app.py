@@ -43,6 +43,18 @@ __all__ = ["ServerSettings", "create_app"]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
+#: What a request that does not say gets: llama-server's defaults (OpenAI's temperature
+#: of 1 and llama-cpp-python's chat temperature of 0.2 are not used).
+SAMPLING_DEFAULTS: dict[str, float] = {
+    "temperature": 0.8,
+    "top_k": 40,
+    "top_p": 0.95,
+    "min_p": 0.05,
+}
+
+# Common request fields that are not sampler settings.
+_NOT_SAMPLING = frozenset(["model", "stream", "stream_options", "n", "max_tokens", "cache_prompt"])
+
 
 @dataclass(frozen=True)
 class ServerSettings:
@@ -231,10 +243,9 @@ class Server:
         stop = body.get("stop")
         if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
             raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
-        out = {k: body[k] for k in schema._SAMPLING if k in body and k not in _NOT_SAMPLING}
-        out.setdefault("temperature", 0.8)
-        if self.settings.seed >= 0:
-            out.setdefault("seed", self.settings.seed)
+        # A request without a seed takes --seed: it is the Llama's (load_llama).
+        picked = {k: body[k] for k in schema.SAMPLING if k in body and k not in _NOT_SAMPLING}
+        out = {**SAMPLING_DEFAULTS, **picked}
         return out
 
     async def _run(
@@ -482,10 +493,7 @@ class Server:
             "params": {
                 "n_predict": self.settings.n_predict,
                 "seed": self.settings.seed,
-                "temperature": 0.8,
-                "top_k": 40,
-                "top_p": 0.95,
-                "min_p": 0.05,
+                **SAMPLING_DEFAULTS,
             },
         }
         formatter = self.llm.formatter
@@ -568,10 +576,6 @@ class Server:
                 f"llamacpp:{name} {value}",
             ]
         return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
-
-
-# Common request fields that are not sampler settings.
-_NOT_SAMPLING = frozenset(["model", "stream", "stream_options", "n", "max_tokens", "cache_prompt"])
 
 
 class _GoneError(LlamaError):

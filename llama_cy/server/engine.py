@@ -52,12 +52,6 @@ class Task:
     cache_prompt: bool = True
     slot: int = -1
 
-    def post(self, item: CompletionChunk | BaseException) -> None:
-        try:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-        except RuntimeError:  # the event loop is gone: nobody is listening any more
-            self.cancelled = True
-
 
 class Slot:
     """One sequence of the context and the request it serves."""
@@ -69,16 +63,14 @@ class Slot:
         "id",
         "last_used",
         "n_cached",
-        "n_ctx",
         "t_prompt",
         "t_start",
         "task",
         "token",
     )
 
-    def __init__(self, id: int, n_ctx: int) -> None:
+    def __init__(self, id: int) -> None:
         self.id = id
-        self.n_ctx = n_ctx
         #: Tokens whose keys and values are in this slot's sequence, in order.
         self.cache: list[int] = []
         self.task: Task | None = None
@@ -115,7 +107,7 @@ class Engine:
         self.llm = llm
         ctx = llm.ctx
         self.n_ctx_slot = ctx.n_ctx_seq
-        self.slots = [Slot(i, ctx.n_ctx_seq) for i in range(ctx.n_seq_max)]
+        self.slots = [Slot(i) for i in range(ctx.n_seq_max)]
         self.n_predict = n_predict
         self.max_queue = max_queue
         self.queue_timeout = queue_timeout
@@ -125,7 +117,6 @@ class Engine:
         self._stopping = False
         self._next_id = 0
         self._thread = threading.Thread(target=self._run, name="llama_cy-engine", daemon=True)
-        self._error: BaseException | None = None
         # What a step has for the clients, handed to their event loops in one call per
         # loop: one wake-up (and GIL hand-over) per step instead of one per slot.
         self._outbox: list[tuple[Task, CompletionChunk | BaseException]] = []
@@ -214,7 +205,7 @@ class Engine:
             out.append(
                 {
                     "id": s.id,
-                    "n_ctx": s.n_ctx,
+                    "n_ctx": self.n_ctx_slot,
                     "is_processing": task is not None,
                     "id_task": task.id if task is not None else -1,
                     "n_prompt_tokens": len(task.job.tokens) if task is not None else 0,
@@ -231,16 +222,13 @@ class Engine:
             with self.llm._hold():
                 while self._wait_for_work():
                     self._step()
-        except BaseException as exc:  # a bug or a dead context: fail what is left, loudly
-            self._error = exc
-            raise
-        finally:
+        finally:  # stopped, or a bug (its traceback goes to stderr): fail what is left
             with self._cond:
                 self._stopping = True
                 pending = [s.task for s in self.slots if s.task is not None] + list(self._queue)
                 self._queue.clear()
-            for task in pending:
-                task.post(LlamaError("the server's engine stopped"))
+            self._outbox += [(task, LlamaError("the server's engine stopped")) for task in pending]
+            self._flush()
 
     def _wait_for_work(self) -> bool:
         """Drop cancelled tasks, start queued ones; False once stopping."""
@@ -252,9 +240,9 @@ class Engine:
                 if self.queue_timeout is not None:
                     now = time.perf_counter()
                     while self._queue and now - self._queue[0].created > self.queue_timeout:
-                        self._queue.popleft().post(
-                            QueueFullError(f"no slot became free in {self.queue_timeout:g} s")
-                        )
+                        error = QueueFullError(f"no slot became free in {self.queue_timeout:g} s")
+                        self._outbox.append((self._queue.popleft(), error))
+                    self._flush()
                 while self._queue and any(s.task is None for s in self.slots):
                     task = self._queue.popleft()
                     if not task.cancelled:
@@ -358,6 +346,9 @@ class Engine:
         self._flush()
 
     def _flush(self) -> None:
+        """Hand the outbox to the clients' event loops, one call per loop."""
+        if not self._outbox:
+            return
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Task, Any]]] = {}
         for task, item in self._outbox:
             by_loop.setdefault(task.loop, []).append((task, item))
@@ -380,7 +371,7 @@ class Engine:
         out = gen.add(self.llm.ctx, token, s.i_batch)
         if gen.reason != "eog":
             self.n_predicted += 1
-        if gen.reason is None and len(s.cache) >= s.n_ctx:
+        if gen.reason is None and len(s.cache) >= self.n_ctx_slot:
             gen.reason = "length"  # the slot's context is full
         if gen.reason is None:
             s.token = token

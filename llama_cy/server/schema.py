@@ -13,7 +13,16 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-__all__ = ["CHAT", "COMPLETION", "EMBEDDINGS", "NATIVE_COMPLETION", "ApiError", "check", "parse"]
+__all__ = [
+    "CHAT",
+    "COMPLETION",
+    "EMBEDDINGS",
+    "NATIVE_COMPLETION",
+    "SAMPLING",
+    "ApiError",
+    "check",
+    "parse",
+]
 
 _NUM = (int, float)
 _INT = (int,)
@@ -23,7 +32,8 @@ _LIST = (list,)
 _DICT = (dict,)
 _NULL = (type(None),)
 
-_SAMPLING: dict[str, tuple[type, ...]] = {
+#: Fields every completion request may carry.
+SAMPLING: dict[str, tuple[type, ...]] = {
     "model": _STR + _NULL,
     "stream": _BOOL + _NULL,
     "stream_options": _DICT + _NULL,
@@ -59,7 +69,7 @@ _SAMPLING: dict[str, tuple[type, ...]] = {
 
 #: /v1/completions
 COMPLETION: dict[str, tuple[type, ...]] = {
-    **_SAMPLING,
+    **SAMPLING,
     "prompt": _STR + _LIST,
     "suffix": _STR + _NULL,
     "echo": _BOOL + _NULL,
@@ -68,7 +78,7 @@ COMPLETION: dict[str, tuple[type, ...]] = {
 
 #: /v1/chat/completions
 CHAT: dict[str, tuple[type, ...]] = {
-    **_SAMPLING,
+    **SAMPLING,
     "messages": _LIST,
     "max_completion_tokens": _INT + _NULL,
     "tools": _LIST + _NULL,
@@ -83,7 +93,7 @@ CHAT: dict[str, tuple[type, ...]] = {
 
 #: llama.cpp's native /completion
 NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
-    **_SAMPLING,
+    **SAMPLING,
     "prompt": _STR + _LIST,
     "n_predict": _INT + _NULL,
     "repeat_last_n": _INT + _NULL,
