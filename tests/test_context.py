@@ -838,9 +838,11 @@ print("works", bool(abs(ctx.logits()).sum() > 0), flush=True)
 """
 
 
-def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
+def _ctrl_c_during_decode(code: str, gemma_path: Path) -> tuple[str, float]:
+    """Run ``code`` in a child, send it SIGINT 0.3 s after it prints "ready" (inside a
+    decode that takes seconds); its stdout and when the signal was sent."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CTRL_C_CHILD, str(gemma_path)],
+        [sys.executable, "-c", code, str(gemma_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -850,7 +852,7 @@ def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.3)  # inside the first decode, which takes seconds
+        time.sleep(0.3)
         sent_at = time.monotonic()
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=60)
@@ -859,6 +861,11 @@ def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
             child.kill()
             child.wait()
     assert child.returncode == 0, err[-3000:]
+    return out, sent_at
+
+
+def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
+    out, sent_at = _ctrl_c_during_decode(CTRL_C_CHILD, gemma_path)
     lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
     caught_at = float(lines["interrupted"].split()[0])
     # CLOCK_MONOTONIC is system-wide on Linux: the two processes' clocks compare.
@@ -887,23 +894,7 @@ print("decoded", flush=True)
 
 
 def test_ctrl_c_ignored_by_the_process_does_not_abort(gemma_path: Path) -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", IGNORED_CTRL_C_CHILD, str(gemma_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.3)
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, err[-3000:]
+    out, _ = _ctrl_c_during_decode(IGNORED_CTRL_C_CHILD, gemma_path)
     assert out.strip() == "decoded"
 
 

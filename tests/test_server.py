@@ -489,6 +489,22 @@ def test_full_queue_answers_503(gemma_path: Path) -> None:
         assert waiting[0][2]["usage"]["completion_tokens"] >= 1
 
 
+def test_waiting_past_timeout_answers_503(gemma_path: Path) -> None:
+    with Server(gemma_path, "-np", "1", "-c", "512", "--timeout", "1", "-t", "2") as s:
+        running = _open_stream(s, {"prompt": "Once", "max_tokens": 400, "stream": True})
+        resp = running.getresponse()
+        resp.readline()  # the only slot is busy
+        t0 = time.monotonic()
+        status, headers, body = s.request("POST", "/v1/completions", {"prompt": "Hi"})
+        waited = time.monotonic() - t0
+        running.sock.close()
+        running.close()
+    assert status == 503
+    assert "no slot became free in 1 s" in body["error"]["message"]
+    assert headers.get("retry-after") == "1"
+    assert 1.0 <= waited < 5.0
+
+
 # ---- embeddings --------------------------------------------------------------------------
 
 
