@@ -7,7 +7,5 @@ cdef class LoraAdapter(Handle):
     cdef llama_adapter_lora *ptr
     cdef readonly LlamaModel model
     cdef readonly object path
-    # Contexts the adapter is set on: close() frees it only once none uses it.
-    cdef int _n_users
 
     cdef void _free(self) noexcept

@@ -35,7 +35,6 @@ cdef class LoraAdapter(Handle):
 
     def __cinit__(self):
         self.ptr = NULL
-        self._n_users = 0
 
     def __init__(self, LlamaModel model not None, path):
         if not self._closed:

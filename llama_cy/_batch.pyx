@@ -3,6 +3,7 @@
 import numpy as np
 
 from libc.stdint cimport int8_t, int32_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 
 from llama_cy._c cimport llama as c
@@ -27,11 +28,8 @@ cdef class LlamaBatch(ViewOwner):
             raise ValueError(f"n_seq_max must be positive, got {n_seq_max}")
         if embd < 0:
             raise ValueError(f"embd must be >= 0, got {embd}")
-        self.batch = c.llama_batch_init(capacity, embd, n_seq_max)
+        _batch_alloc(&self.batch, capacity, embd, n_seq_max)
         self._allocated = True
-        # llama_batch_init leaves these uninitialised; set_n_tokens relies on zeros.
-        memset(self.batch.n_seq_id, 0, capacity * sizeof(int32_t))
-        memset(self.batch.logits, 0, capacity * sizeof(int8_t))
         self._closed = False
         self.capacity = capacity
         self.n_seq_max = n_seq_max
@@ -39,12 +37,13 @@ cdef class LlamaBatch(ViewOwner):
 
     def __dealloc__(self):
         if self._allocated:
-            c.llama_batch_free(self.batch)
+            _batch_free(&self.batch)
 
     cdef void _free(self) noexcept:
         self._closed = True
-        if self._allocated and self._n_views == 0:
-            c.llama_batch_free(self.batch)
+        # A decode on another thread (a user) or a live view still reads the arrays.
+        if self._allocated and self._n_views == 0 and self._n_users == 0:
+            _batch_free(&self.batch)
             self._allocated = False
 
     cdef void _view_released(self) noexcept:
@@ -204,3 +203,47 @@ cdef class LlamaBatch(ViewOwner):
         if self._closed:
             return "<LlamaBatch closed>"
         return f"<LlamaBatch {self.batch.n_tokens}/{self.capacity} tokens>"
+
+
+cdef int _batch_alloc(c.llama_batch *b, int capacity, int embd, int n_seq_max) except -1:
+    """What ``llama_batch_init`` makes, with every allocation checked and zeroed.
+
+    llama_batch_init neither checks malloc nor guards its size arithmetic: a huge
+    capacity writes through NULL. The sequence ids live in one block here (one
+    allocation instead of ``capacity``); :func:`_batch_free` is the matching free.
+    """
+    memset(b, 0, sizeof(c.llama_batch))
+    cdef size_t n = capacity
+    cdef size_t limit = (<size_t>-1) // 8
+    if n_seq_max > 0 and n > limit // <size_t>n_seq_max or embd > 0 and n > limit // <size_t>embd:
+        raise MemoryError(f"a batch of {capacity} tokens is too large to allocate")
+    if embd:
+        b.embd = <float *>calloc(n * embd, sizeof(float))
+    else:
+        b.token = <int32_t *>calloc(n, sizeof(int32_t))
+    b.pos = <int32_t *>calloc(n, sizeof(int32_t))
+    b.n_seq_id = <int32_t *>calloc(n, sizeof(int32_t))
+    b.seq_id = <int32_t **>calloc(n + 1, sizeof(int32_t *))
+    b.logits = <int8_t *>calloc(n, sizeof(int8_t))
+    cdef int32_t *ids = <int32_t *>calloc(n * n_seq_max, sizeof(int32_t))
+    if (b.embd == NULL and b.token == NULL) or b.pos == NULL or b.n_seq_id == NULL \
+            or b.seq_id == NULL or b.logits == NULL or ids == NULL:
+        free(ids)
+        _batch_free(b)
+        raise MemoryError(f"cannot allocate a batch of {capacity} tokens")
+    cdef size_t i
+    for i in range(n):
+        b.seq_id[i] = ids + i * n_seq_max
+    return 0
+
+
+cdef void _batch_free(c.llama_batch *b) noexcept:
+    if b.seq_id != NULL:
+        free(b.seq_id[0])
+    free(b.token)
+    free(b.embd)
+    free(b.pos)
+    free(b.n_seq_id)
+    free(b.seq_id)
+    free(b.logits)
+    memset(b, 0, sizeof(c.llama_batch))

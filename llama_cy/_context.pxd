@@ -12,6 +12,7 @@ cdef class LlamaContext(ViewOwner):
     cdef llama_memory_t mem
     cdef readonly LlamaModel model
     cdef PyThread_type_lock _lock
+    cdef unsigned long _lock_owner
     cdef readonly int n_ctx
     cdef readonly int n_batch
     cdef readonly int n_ubatch

@@ -26,17 +26,19 @@ from libc.string cimport memset
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport (
     ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t, ggml_threadpool_params,
-    ggml_threadpool_params_default,
+    ggml_threadpool_params_default, GGML_MAX_N_THREADS,
 )
 from llama_cy._c.ggml_backend cimport ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address
 from llama_cy._adapter cimport LoraAdapter
 from llama_cy._backend import default_n_threads
 from llama_cy._batch cimport LlamaBatch
+from llama_cy._guard cimport init_context, last_abort
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view
 
 from llama_cy.errors import (
-    ClosedError, ContextCreationError, EncodeError, LlamaError, StateError, decode_error,
+    BusyError, ClosedError, ContextCreationError, EncodeError, InvalidBatchError, LlamaError,
+    StateError, decode_error,
 )
 from llama_cy.perf import ContextPerf
 
@@ -96,6 +98,14 @@ cdef cbool _abort_callback(void *data) noexcept nogil:
     return (<volatile int *>data)[0] != 0
 
 
+cdef int _check_threads(str name, n) except -1:
+    # ggml sizes its thread arrays by GGML_MAX_N_THREADS and divides work by the count:
+    # 0, negative or huge counts crash inside the CPU backend.
+    if not 1 <= n <= GGML_MAX_N_THREADS:
+        raise ValueError(f"{name} must be in [1, {GGML_MAX_N_THREADS}], got {n}")
+    return n
+
+
 cdef object _choice(dict table, value, str what):
     try:
         return table[value]
@@ -125,6 +135,7 @@ cdef class LlamaContext(ViewOwner):
                   op_offload=None):
         self.ptr = NULL
         self._lock = NULL
+        self._lock_owner = 0
         self._tp = NULL
         self._tp_batch = NULL
         model._ensure_alive()
@@ -141,8 +152,9 @@ cdef class LlamaContext(ViewOwner):
         p.n_seq_max = n_seq_max
         if n_threads is None:
             n_threads = default_n_threads()
-        p.n_threads = n_threads
-        p.n_threads_batch = n_threads if n_threads_batch is None else n_threads_batch
+        p.n_threads = _check_threads("n_threads", n_threads)
+        p.n_threads_batch = _check_threads(
+            "n_threads_batch", n_threads if n_threads_batch is None else n_threads_batch)
         if rope_scaling_type is not None:
             p.rope_scaling_type = _choice(_ROPE_SCALING, rope_scaling_type, "rope_scaling_type")
         if pooling_type is not None:
@@ -184,11 +196,12 @@ cdef class LlamaContext(ViewOwner):
         self._abort = 0
 
         with nogil:
-            self.ptr = c.llama_init_from_model(model.ptr, p)
+            self.ptr = init_context(model.ptr, p)
         if self.ptr == NULL:
             raise ContextCreationError(
                 f"failed to create a context (n_ctx={n_ctx}, n_batch={n_batch}, "
-                f"n_seq_max={n_seq_max}); see the 'llama_cy' log")
+                f"n_seq_max={n_seq_max}){': ' + last_abort() if last_abort() else ''}; "
+                "see the 'llama_cy' log")
         self._lock = PyThread_allocate_lock()
         if self._lock == NULL:
             c.llama_free(self.ptr)
@@ -225,14 +238,11 @@ cdef class LlamaContext(ViewOwner):
 
     cdef void _free(self) noexcept:
         self._closed = True
-        if self.ptr == NULL or self._n_views > 0:
+        # A thread holding the lock (a decode) is a user: the last user frees.
+        if self.ptr == NULL or self._n_views > 0 or self._n_users > 0:
             return
-        # Wait for a decode running on another thread to finish before freeing.
-        with nogil:
-            PyThread_acquire_lock(self._lock, WAIT_LOCK)
         c.llama_free(self.ptr)
         self.ptr = NULL
-        PyThread_release_lock(self._lock)
         self._free_threadpools()
         self.model._release()
         self._release_loras()
@@ -241,9 +251,7 @@ cdef class LlamaContext(ViewOwner):
         cdef LoraAdapter a
         if self._loras:
             for a in self._loras:
-                a._n_users -= 1
-                if a._closed:
-                    a._free()
+                a._release()
         self._loras = None
 
     cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1:
@@ -282,16 +290,26 @@ cdef class LlamaContext(ViewOwner):
             self._free()
 
     cdef int _lock_acquire(self) except -1:
+        """Take the context for this thread; its holder counts as a user (see Handle)."""
+        cdef unsigned long me = PyThread_get_thread_ident()
         if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            if self._lock_owner == me:
+                # A callback (a Python sampler, a logits processor) reaching back into
+                # the context it runs under would wait for itself forever.
+                raise BusyError("this context is in use by a call further up this thread's stack")
             with nogil:
                 PyThread_acquire_lock(self._lock, WAIT_LOCK)
         if self._closed:
             PyThread_release_lock(self._lock)
             raise ClosedError("the context was closed while waiting for it")
+        self._lock_owner = me
+        self._n_users += 1
         return 0
 
     cdef void _lock_release(self) noexcept:
+        self._lock_owner = 0
         PyThread_release_lock(self._lock)
+        self._release()
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1:
         if allow_all and seq_id == -1:
@@ -325,10 +343,21 @@ cdef class LlamaContext(ViewOwner):
         global _interrupt_flag
         self._ensure_alive()
         batch._ensure_alive()
-        if batch.batch.n_tokens == 0:
+        cdef int n_tokens = batch.batch.n_tokens
+        if n_tokens == 0:
             raise ValueError("the batch is empty")
         if encoder and not c.llama_model_has_encoder(self.model.ptr):
             raise EncodeError("llama_encode: this model has no encoder", -1)
+        # llama.cpp asserts (aborts the process) on these instead of returning an error.
+        if n_tokens > self.n_batch:
+            raise InvalidBatchError(
+                f"the batch has {n_tokens} tokens, more than this context's n_batch="
+                f"{self.n_batch}: split it, or create the context with a larger n_batch", -1)
+        if n_tokens > self.n_ubatch and (encoder or not c.llama_get_causal_attn(self.ptr)):
+            raise InvalidBatchError(
+                f"the batch has {n_tokens} tokens, more than n_ubatch={self.n_ubatch}: "
+                "non-causal attention (an encoder, an embedding model, set_causal_attn(False)) "
+                "sees a batch in one micro-batch; create the context with a larger n_ubatch", -1)
         cdef int n_out = batch.batch.n_tokens if self._embeddings else batch._count_outputs()
         if n_out > self._output_capacity and self._n_views > 0:
             raise LlamaError(
@@ -343,6 +372,7 @@ cdef class LlamaContext(ViewOwner):
             sigaction(SIGINT, NULL, &old)
             main = old.sa_handler != SIG_IGN
         self._lock_acquire()
+        batch._acquire()  # close() of the batch from another thread waits for this decode
         try:
             self._abort = 0
             if main:
@@ -362,6 +392,7 @@ cdef class LlamaContext(ViewOwner):
                 sigaction(SIGINT, &old, NULL)
                 _interrupt_flag = NULL
         finally:
+            batch._release()
             self._lock_release()
         if n_out > self._output_capacity:
             self._output_capacity = n_out
@@ -380,8 +411,12 @@ cdef class LlamaContext(ViewOwner):
     def synchronize(self):
         """Wait for pending asynchronous backend work to finish."""
         self._ensure_alive()
-        with nogil:
-            c.llama_synchronize(self.ptr)
+        self._lock_acquire()
+        try:
+            with nogil:
+                c.llama_synchronize(self.ptr)
+        finally:
+            self._lock_release()
 
     def warmup(self):
         """Run an empty-ish decode so that the first real one is not slower."""
@@ -469,11 +504,9 @@ cdef class LlamaContext(ViewOwner):
 
     def set_n_threads(self, int32_t n_threads, n_threads_batch=None):
         self._ensure_alive()
-        if n_threads < 1:
-            raise ValueError("n_threads must be >= 1")
-        cdef int n_batch_threads = n_threads if n_threads_batch is None else n_threads_batch
-        if n_batch_threads < 1:
-            raise ValueError("n_threads_batch must be >= 1")
+        _check_threads("n_threads", n_threads)
+        cdef int n_batch_threads = _check_threads(
+            "n_threads_batch", n_threads if n_threads_batch is None else n_threads_batch)
         self._lock_acquire()
         try:
             c.llama_set_n_threads(self.ptr, n_threads, n_batch_threads)
@@ -760,12 +793,10 @@ cdef class LlamaContext(ViewOwner):
             raise LlamaError(f"llama_set_adapters_lora failed with code {rc}")
         for a in loras:
             if a not in self._loras:
-                a._n_users += 1
+                a._acquire()
         for a in self._loras:
             if a not in loras:
-                a._n_users -= 1
-                if a._closed:
-                    a._free()
+                a._release()
         self._loras = loras
         return 0
 

@@ -12,13 +12,8 @@ cdef class LlamaModel(Handle):
     cdef readonly bint vocab_only
     # kv_overrides given at load, as llama.cpp prints values: shown by metadata/meta_val.
     cdef dict _overrides
-    # Contexts and adapters alive on this model: close() frees the C model only when
-    # the last of them is gone, so a child never uses freed memory.
-    cdef int _n_children
 
     cdef int _check_token(self, llama_token token) except -1
-    cdef void _acquire(self) noexcept
-    cdef void _release(self) noexcept
     cdef void _free(self) noexcept
     cdef int32_t[::1] _token_array(self, tokens)
 

@@ -25,6 +25,7 @@ from llama_cy._c.gguf cimport (
     GGUF_TYPE_BOOL,
 )
 from llama_cy._backend cimport Device
+from llama_cy._guard cimport init_from_user, last_abort, load_model
 
 from llama_cy.errors import InvalidTokenError, ModelLoadError
 
@@ -313,10 +314,7 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
         cpaths[i] = b
     try:
         with nogil:
-            if n == 1:
-                ptr = c.llama_model_load_from_file(cpaths[0], params)
-            else:
-                ptr = c.llama_model_load_from_splits(cpaths, n, params)
+            ptr = load_model(cpaths, n, params)
     finally:
         free(cpaths)
     if cb is not None and cb.error is not None:
@@ -325,6 +323,8 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
         raise cb.error
     if ptr == NULL:
         what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
+        if last_abort():
+            what = f"llama.cpp refused its hyperparameters ({last_abort()})"
         raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "
                              "(llama.cpp's log, logger 'llama_cy', has the details)")
     cdef LlamaModel model = LlamaModel._wrap(ptr, os.fspath(paths[0]))
@@ -334,7 +334,29 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
             k: ("true" if v else "false") if isinstance(v, bool) else str(v)
             for k, v in kv_overrides.items()
         }
+    try:
+        _check_hparams(model)
+    except ModelLoadError:
+        model.close()
+        raise
     return model
+
+
+cdef _check_hparams(LlamaModel model):
+    """Refuse hyperparameters that pass llama.cpp's loader but abort its kernels later.
+
+    The loader's own GGML_ASSERTs are caught by ``_guard``; these are checked by the CPU
+    backend's worker threads during the first decode, where nothing can catch them.
+    """
+    for key, value in model.metadata.items():
+        if key.endswith("epsilon"):
+            try:
+                eps = float(value)
+            except ValueError:
+                raise ModelLoadError(f"{key} = {value!r} is not a number") from None
+            if not (0.0 <= eps < float("inf")):
+                raise ModelLoadError(f"{key} = {value} must be a finite number >= 0 "
+                                     "(a norm's epsilon)")
 
 
 cdef class LlamaModel(Handle):
@@ -349,7 +371,6 @@ cdef class LlamaModel(Handle):
     def __cinit__(self):
         self.ptr = NULL
         self.vocab = NULL
-        self._n_children = 0
         self._closed = True
 
     def __init__(self):
@@ -362,18 +383,10 @@ cdef class LlamaModel(Handle):
 
     cdef void _free(self) noexcept:
         self._closed = True
-        if self.ptr != NULL and self._n_children == 0:
+        if self.ptr != NULL and self._n_users == 0:
             c.llama_model_free(self.ptr)
             self.ptr = NULL
             self.vocab = NULL
-
-    cdef void _acquire(self) noexcept:
-        self._n_children += 1
-
-    cdef void _release(self) noexcept:
-        self._n_children -= 1
-        if self._closed:
-            self._free()
 
     cdef int _check_token(self, llama_token token) except -1:
         if token < 0 or token >= self.n_vocab:
@@ -447,7 +460,7 @@ cdef class LlamaModel(Handle):
         try:
             _fill_gguf(g, metadata)
             # The callback needs the GIL for every tensor: no point releasing it here.
-            ptr = c.llama_model_init_from_user(g, _set_tensor_trampoline, <void *>cb, params)
+            ptr = init_from_user(g, _set_tensor_trampoline, <void *>cb, params)
         finally:
             gguf_free(g)
         if cb.error is not None:
@@ -455,7 +468,8 @@ cdef class LlamaModel(Handle):
                 c.llama_model_free(ptr)
             raise cb.error
         if ptr == NULL:
-            raise ModelLoadError("llama_model_init_from_user failed (see the 'llama_cy' log)")
+            raise ModelLoadError("llama_model_init_from_user failed"
+                                 f"{': ' + last_abort() if last_abort() else ''} (see the 'llama_cy' log)")
         return LlamaModel._wrap(ptr, None)
 
     def __repr__(self):
@@ -471,8 +485,12 @@ cdef class LlamaModel(Handle):
             pass
         cdef bytes bpath = os.fsencode(path)
         cdef const char *cpath = bpath
-        with nogil:
-            c.llama_model_save_to_file(self.ptr, cpath)
+        self._enter()
+        try:
+            with nogil:
+                c.llama_model_save_to_file(self.ptr, cpath)
+        finally:
+            self._release()
         if os.path.getsize(path) == 0:
             raise OSError(f"llama.cpp could not write the model to {os.fspath(path)!r}")
 
@@ -631,6 +649,8 @@ cdef class LlamaModel(Handle):
         """Tokens of ``text`` (str or UTF-8 bytes) as an int32 NumPy array."""
         self._ensure_alive()
         cdef bytes data = text.encode() if isinstance(text, str) else bytes(text)
+        if len(data) > 2**31 - 9:
+            raise OverflowError("the text is too long for llama_tokenize (2 GiB at most)")
         cdef const char *ptr = data
         cdef int32_t n_text = len(data)
         # A token covers at least one byte, plus the specials llama.cpp may add.
@@ -638,16 +658,20 @@ cdef class LlamaModel(Handle):
         out = np.empty(cap, dtype=np.int32)
         cdef int32_t[::1] view = out
         cdef int32_t n
-        with nogil:
-            n = c.llama_tokenize(self.vocab, ptr, n_text, &view[0], cap, add_special, parse_special)
-        if n < 0:
-            if n == -2147483648:
-                raise OverflowError("tokenization result exceeds int32")
-            cap = -n
-            out = np.empty(cap, dtype=np.int32)
-            view = out
+        self._enter()  # close() from another thread waits for the vocabulary's last user
+        try:
             with nogil:
                 n = c.llama_tokenize(self.vocab, ptr, n_text, &view[0], cap, add_special, parse_special)
+            if n < 0:
+                if n == -2147483648:
+                    raise OverflowError("tokenization result exceeds int32")
+                cap = -n
+                out = np.empty(cap, dtype=np.int32)
+                view = out
+                with nogil:
+                    n = c.llama_tokenize(self.vocab, ptr, n_text, &view[0], cap, add_special, parse_special)
+        finally:
+            self._release()
         return out[:n].copy() if n < cap // 2 else out[:n]
 
     def token_to_piece(self, llama_token token, *, bint special=False, int32_t lstrip=0):
@@ -668,18 +692,24 @@ cdef class LlamaModel(Handle):
         cdef int32_t[::1] toks = self._token_array(tokens)
         cdef int32_t n_tok = toks.shape[0]
         cdef const int32_t *tp = &toks[0] if n_tok else NULL
+        if n_tok > (2**31 - 17) // 8:
+            raise OverflowError("too many tokens for llama_detokenize")
         cdef int32_t cap = n_tok * 8 + 16
         buf = bytearray(cap)
         cdef char *out = buf
         cdef int32_t n
-        with nogil:
-            n = c.llama_detokenize(self.vocab, tp, n_tok, out, cap, remove_special, unparse_special)
-        if n < 0:
-            cap = -n
-            buf = bytearray(cap)
-            out = buf
+        self._enter()
+        try:
             with nogil:
                 n = c.llama_detokenize(self.vocab, tp, n_tok, out, cap, remove_special, unparse_special)
+            if n < 0:
+                cap = -n
+                buf = bytearray(cap)
+                out = buf
+                with nogil:
+                    n = c.llama_detokenize(self.vocab, tp, n_tok, out, cap, remove_special, unparse_special)
+        finally:
+            self._release()
         return bytes(buf[:n]).decode("utf-8", "replace")
 
     cdef int32_t[::1] _token_array(self, tokens):

@@ -1,5 +1,8 @@
 from llama_cy._handle cimport Handle
+from libc.stdint cimport int32_t
+
 from llama_cy._c.llama cimport llama_sampler, llama_token, llama_token_data
+from llama_cy._context cimport LlamaContext
 
 
 cdef class LlamaSampler(Handle):
@@ -14,7 +17,13 @@ cdef class LlamaSampler(Handle):
     # Reused candidate array (n_vocab entries) for sample(): no allocation per token.
     cdef llama_token_data *_cur
     cdef int _cur_cap
+    # The vocabulary size of the samplers that index by token id (0: none does): ids
+    # given to accept/allows/apply are checked against it before llama.cpp sees them.
+    cdef int _n_vocab
 
     cdef int _raise_pending(self) except -1
     cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1
+    cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
+                             LlamaSampler grammar) except -1
+    cdef int _check_token(self, llama_token token) except -1
     cdef void _free(self) noexcept

@@ -14,12 +14,24 @@ from llama_cy._c.llama cimport llama_token, llama_token_data, llama_token_data_a
 from llama_cy._context cimport LlamaContext
 from llama_cy._model cimport LlamaModel
 
-from llama_cy.errors import GrammarError, LlamaError
+from llama_cy.errors import GrammarError, InvalidTokenError, LlamaError
 from llama_cy.perf import SamplerPerf
 
-# Compiled as C++ so that these two can turn C++ exceptions escaping llama.cpp's C API
-# (a bad trigger regex throws std::regex_error) into Python exceptions.
+# Compiled as C++ so that C++ exceptions escaping llama.cpp's C API become Python
+# exceptions instead of std::terminate: a bad trigger regex (std::regex_error), a grammar
+# made to accept a token it forbids (std::runtime_error), a token id outside the
+# vocabulary (std::out_of_range), a window too large to allocate (std::bad_alloc). The
+# checks in this module stop each of these before the call; this is the second line.
 cdef extern from "llama.h" nogil:
+    void _accept "llama_sampler_accept"(c.llama_sampler *smpl, llama_token token) except +
+    void _apply "llama_sampler_apply"(c.llama_sampler *smpl, llama_token_data_array *cur_p) except +
+    c.llama_sampler *_init_penalties "llama_sampler_init_penalties"(
+        int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq,
+        float penalty_present) except +
+    c.llama_sampler *_init_dry "llama_sampler_init_dry"(
+        const c.llama_vocab *vocab, float dry_multiplier, float dry_base,
+        int32_t dry_allowed_length, int32_t dry_penalty_last_n, const char **seq_breakers,
+        size_t num_breakers) except +
     c.llama_sampler *_init_grammar "llama_sampler_init_grammar"(
         const c.llama_vocab *vocab, const char *grammar_str, const char *grammar_root) except +
     c.llama_sampler *_init_grammar_lazy_patterns "llama_sampler_init_grammar_lazy_patterns"(
@@ -36,6 +48,9 @@ cdef class _PythonSampler:
     cdef object obj
     cdef bytes name
     cdef object error
+    # The vocabulary size of the call in progress (0: unknown): ids written outside it
+    # would send the samplers after this one out of bounds.
+    cdef int n_vocab
 
 
 cdef _PythonSampler _py(const c.llama_sampler *smpl):
@@ -66,17 +81,30 @@ cdef void _py_accept(c.llama_sampler *smpl, llama_token token) noexcept with gil
 
 cdef void _py_apply(c.llama_sampler *smpl, llama_token_data_array *cur_p) noexcept with gil:
     cdef _PythonSampler s = _py(smpl)
-    if s.error is not None:
-        return
-    try:
-        # The view is only valid during this call: the candidates live in llama.cpp.
-        selected = s.obj.apply(_candidates_view(cur_p))
-        if selected is not None:
-            if not 0 <= selected < <long>cur_p.size:
-                raise IndexError(f"{s.name.decode()}: selected index {selected} not in [0, {cur_p.size})")
-            cur_p.selected = selected
-    except BaseException as exc:
-        s.error = exc
+    if s.error is None:
+        try:
+            # The view is only valid during this call: the candidates live in llama.cpp.
+            view = _candidates_view(cur_p)
+            selected = s.obj.apply(view)
+            if cur_p.size and s.n_vocab > 0:
+                ids = view["id"]
+                if ids.min() < 0 or ids.max() >= s.n_vocab:
+                    raise InvalidTokenError(
+                        f"{s.name.decode()}: wrote a candidate id outside [0, {s.n_vocab})")
+            if selected is not None:
+                if not 0 <= selected < <long>cur_p.size:
+                    raise IndexError(f"{s.name.decode()}: selected index {selected} not in [0, {cur_p.size})")
+                cur_p.selected = selected
+        except BaseException as exc:
+            s.error = exc
+    if s.error is not None and cur_p.size:
+        # The samplers after this one still run before the error is raised: leave them
+        # one harmless candidate rather than whatever the failed call left behind.
+        cur_p.data[0].id = 0
+        cur_p.data[0].logit = 0.0
+        cur_p.data[0].p = 1.0
+        cur_p.size = 1
+        cur_p.selected = 0
 
 
 cdef void _py_reset(c.llama_sampler *smpl) noexcept with gil:
@@ -110,7 +138,7 @@ _PY_IFACE.clone = _py_clone
 _PY_IFACE.free = _py_free
 
 
-cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
+cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None, int n_vocab=0):
     if ptr == NULL:
         raise LlamaError("llama.cpp could not create the sampler (invalid parameters?)")
     cdef LlamaSampler s = LlamaSampler.__new__(LlamaSampler)
@@ -119,7 +147,56 @@ cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None):
     s._python = python if python is not None else []
     s._has_grammar = False
     s._greedy_only = False
+    s._n_vocab = n_vocab
     return s
+
+
+# The longest penalty or DRY window accepted (tokens). llama.cpp allocates the whole
+# window up front; 2**31-1 asks for gigabytes and throws std::bad_alloc. Callers that
+# know their context (Llama, the server) clamp windows to it first.
+MAX_WINDOW = 1 << 24
+# The deepest parenthesis nesting accepted in a GBNF grammar: llama.cpp's parser
+# recurses once per level and overflows the stack (a segfault) at a few thousand.
+MAX_GRAMMAR_DEPTH = 256
+
+
+cdef int _grammar_depth(str text) except -1:
+    """The deepest ``(`` nesting of a GBNF text, outside strings, classes and comments."""
+    cdef Py_ssize_t i = 0, n = len(text)
+    cdef int depth = 0, deepest = 0
+    cdef Py_UCS4 ch, close
+    while i < n:
+        ch = text[i]
+        if ch == "#":
+            while i < n and text[i] != "\n":
+                i += 1
+        elif ch == "\"" or ch == "[":
+            close = "\"" if ch == "\"" else "]"
+            i += 1
+            while i < n and text[i] != close:
+                i += 2 if text[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch == ")":
+            depth -= 1
+        i += 1
+    return deepest
+
+
+cdef int _check_grammar(str grammar) except -1:
+    if "\0" in grammar:
+        raise GrammarError("the grammar contains a NUL character")
+    if _grammar_depth(grammar) > MAX_GRAMMAR_DEPTH:
+        raise GrammarError(f"the grammar nests parentheses deeper than {MAX_GRAMMAR_DEPTH} levels")
+    return 0
+
+
+cdef int _check_window(str name, int32_t n, int32_t lowest) except -1:
+    if not lowest <= n <= MAX_WINDOW:
+        raise ValueError(f"{name} must be in [{lowest}, {MAX_WINDOW}], got {n}")
+    return 0
 
 
 cdef class LlamaSampler(Handle):
@@ -145,6 +222,10 @@ cdef class LlamaSampler(Handle):
 
     cdef void _free(self) noexcept:
         self._closed = True
+        # A sample() in progress (a Python sampler closing its own chain, another
+        # thread) is a user: the last user frees.
+        if self._n_users > 0:
+            return
         self._python = []
         if self.ptr != NULL:
             c.llama_sampler_free(self.ptr)
@@ -172,10 +253,26 @@ cdef class LlamaSampler(Handle):
         grammar rejects that token is the grammar applied to the whole vocabulary and
         the chain run again. Both samplers accept the token.
         """
-        self._ensure_alive()
-        ctx._ensure_alive()
-        if grammar is not None:
-            grammar._ensure_alive()
+        if grammar is self:
+            raise ValueError("grammar= must be a sampler other than this one")
+        self._enter()
+        try:
+            if grammar is not None:
+                grammar._enter()
+            try:
+                ctx._lock_acquire()  # no decode moves the logits, no close frees them
+                try:
+                    return self._sample(ctx, idx, accept, grammar)
+                finally:
+                    ctx._lock_release()
+            finally:
+                if grammar is not None:
+                    grammar._release()
+        finally:
+            self._release()
+
+    cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
+                             LlamaSampler grammar) except -1:
         cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
         if logits == NULL:
             raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
@@ -185,19 +282,32 @@ cdef class LlamaSampler(Handle):
             with nogil:
                 token = _argmax(logits, n_vocab)
         else:
-            token = self._pick(logits, ctx.n_vocab, None)
+            token = self._pick(logits, n_vocab, None)
         if grammar is not None and not _grammar_allows(grammar.ptr, token):
-            token = self._pick(logits, ctx.n_vocab, grammar)
+            token = self._pick(logits, n_vocab, grammar)
+            if not _grammar_allows(grammar.ptr, token):
+                # The grammar was applied, then a later stage (a -inf or NaN bias, a
+                # negative penalty, a Python sampler) left it no token it allows.
+                raise GrammarError(
+                    f"the samplers after the grammar picked token {token}, which the grammar "
+                    "forbids here: a bias, penalty or Python sampler removed every allowed token")
+        if self._has_grammar and not _grammar_allows(self.ptr, token):
+            raise GrammarError(
+                f"the chain picked token {token}, which its grammar forbids here: a stage "
+                "before the grammar (top_k, a bias, a Python sampler) removed every allowed token")
         if accept:
             if grammar is not None:
-                c.llama_sampler_accept(grammar.ptr, token)
-            c.llama_sampler_accept(self.ptr, token)
+                _accept_checked(grammar.ptr, token)
+            _accept_checked(self.ptr, token)
             self._raise_pending()
         return token
 
     cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1:
         """Run the chain (after ``first``, if given) over all ``n`` logits; the selected id."""
         cdef int32_t i
+        cdef _PythonSampler py
+        for py in self._python:
+            py.n_vocab = n
         if self._cur_cap < n:
             self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
             if self._cur == NULL:
@@ -215,21 +325,28 @@ cdef class LlamaSampler(Handle):
             cur_p.selected = -1
             cur_p.sorted = False
             if first is not None:
-                c.llama_sampler_apply(first.ptr, &cur_p)
+                _apply(first.ptr, &cur_p)
         if self._python:
-            c.llama_sampler_apply(self.ptr, &cur_p)
+            _apply_checked(self.ptr, &cur_p)
             self._raise_pending()
         else:
             with nogil:
-                c.llama_sampler_apply(self.ptr, &cur_p)
+                _apply(self.ptr, &cur_p)
         if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
             raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
                              "greedy(), dist(), mirostat() or mirostat_v2()")
         return cur_p.data[cur_p.selected].id
 
+    cdef int _check_token(self, llama_token token) except -1:
+        if token < 0 or (self._n_vocab > 0 and token >= self._n_vocab):
+            raise InvalidTokenError(
+                f"token {token} is out of range [0, {self._n_vocab or 'n_vocab'})")
+        return 0
+
     def allows(self, llama_token token):
         """Whether every grammar in this sampler accepts ``token`` in its current state."""
         self._ensure_alive()
+        self._check_token(token)
         return _grammar_allows(self.ptr, token)
 
     def accept(self, llama_token token):
@@ -237,11 +354,15 @@ cdef class LlamaSampler(Handle):
 
         GrammarError if a grammar in the sampler does not allow the token here.
         """
-        self._ensure_alive()
-        if self._has_grammar and not _grammar_allows(self.ptr, token):
-            raise GrammarError(f"token {token} is not allowed by the grammar at this point")
-        c.llama_sampler_accept(self.ptr, token)
-        self._raise_pending()
+        self._check_token(token)
+        self._enter()
+        try:
+            if self._has_grammar and not _grammar_allows(self.ptr, token):
+                raise GrammarError(f"token {token} is not allowed by the grammar at this point")
+            _accept_checked(self.ptr, token)
+            self._raise_pending()
+        finally:
+            self._release()
 
     def apply(self, candidates):
         """Apply to a ``CANDIDATE_DTYPE`` array in place; returns ``(size, selected)``.
@@ -252,33 +373,51 @@ cdef class LlamaSampler(Handle):
         self._ensure_alive()
         if not isinstance(candidates, np.ndarray) or candidates.dtype != CANDIDATE_DTYPE:
             raise TypeError("candidates must be a NumPy array of llama_cy.CANDIDATE_DTYPE")
-        if not candidates.flags.c_contiguous or not candidates.flags.writeable:
-            raise ValueError("candidates must be C-contiguous and writable")
+        if candidates.ndim != 1 or not candidates.flags.c_contiguous or not candidates.flags.writeable:
+            raise ValueError("candidates must be one-dimensional, C-contiguous and writable")
+        if candidates.shape[0] == 0:
+            # Most of llama.cpp's samplers assert a non-empty array (an abort).
+            raise ValueError("candidates is empty: a sampler needs at least one token")
+        ids = candidates["id"]
+        if ids.min() < 0 or (self._n_vocab > 0 and ids.max() >= self._n_vocab):
+            raise InvalidTokenError(
+                f"candidate ids must be in [0, {self._n_vocab or 'n_vocab'}): "
+                f"got {int(ids.min())}..{int(ids.max())}")
         cdef unsigned char[::1] raw = candidates.view(np.uint8)
         cdef llama_token_data_array cur_p
-        cdef llama_token_data *start = <llama_token_data *>&raw[0] if raw.shape[0] else NULL
+        cdef llama_token_data *start = <llama_token_data *>&raw[0]
+        cdef _PythonSampler py
         cur_p.data = start
         cur_p.size = candidates.shape[0]
         cur_p.selected = -1
         cur_p.sorted = False
-        c.llama_sampler_apply(self.ptr, &cur_p)
-        if cur_p.data != start:
-            # Some samplers (XTC) drop a prefix by moving the pointer: bring the
-            # survivors back to the start of the caller's array.
-            memmove(start, cur_p.data, cur_p.size * sizeof(llama_token_data))
-        self._raise_pending()
+        for py in self._python:
+            py.n_vocab = self._n_vocab
+        self._enter()
+        try:
+            _apply_checked(self.ptr, &cur_p)
+            if cur_p.data != start:
+                # Some samplers (XTC) drop a prefix by moving the pointer: bring the
+                # survivors back to the start of the caller's array.
+                memmove(start, cur_p.data, cur_p.size * sizeof(llama_token_data))
+            self._raise_pending()
+        finally:
+            self._release()
         return int(cur_p.size), int(cur_p.selected)
 
     def reset(self):
         """Forget accepted history (penalties, grammar state, mirostat mu)."""
-        self._ensure_alive()
-        c.llama_sampler_reset(self.ptr)
-        self._raise_pending()
+        self._enter()
+        try:
+            c.llama_sampler_reset(self.ptr)
+            self._raise_pending()
+        finally:
+            self._release()
 
     def clone(self):
         """An independent copy with the same state."""
         self._ensure_alive()
-        cdef LlamaSampler result = _wrap(c.llama_sampler_clone(self.ptr), list(self._python))
+        cdef LlamaSampler result = _wrap(c.llama_sampler_clone(self.ptr), list(self._python), self._n_vocab)
         result._has_grammar = self._has_grammar
         result._greedy_only = self._greedy_only
         return result
@@ -327,6 +466,11 @@ cdef class LlamaSampler(Handle):
             s._ensure_alive()
         if len({id(s) for s in members}) != len(members):
             raise ValueError("the same sampler appears twice in the chain")
+        cdef int n_vocab = 0
+        for s in members:
+            if s._n_vocab and n_vocab and s._n_vocab != n_vocab:
+                raise ValueError("the samplers were made for vocabularies of different sizes")
+            n_vocab = n_vocab or s._n_vocab
         cdef c.llama_sampler_chain_params p = c.llama_sampler_chain_default_params()
         p.no_perf = no_perf
         cdef c.llama_sampler *chain = c.llama_sampler_chain_init(p)
@@ -338,7 +482,7 @@ cdef class LlamaSampler(Handle):
             has_grammar |= s._has_grammar
             s.ptr = NULL
             s._free()
-        result = _wrap(chain, python)
+        result = _wrap(chain, python, n_vocab)
         result._has_grammar = has_grammar
         result._greedy_only = len(members) == 1 and (<LlamaSampler>members[0])._greedy_only
         return result
@@ -407,7 +551,9 @@ cdef class LlamaSampler(Handle):
     @staticmethod
     def mirostat(int32_t n_vocab, uint32_t seed=c.LLAMA_DEFAULT_SEED, float tau=5.0,
                  float eta=0.1, int32_t m=100):
-        return _wrap(c.llama_sampler_init_mirostat(n_vocab, seed, tau, eta, m))
+        if n_vocab < 1:
+            raise ValueError(f"n_vocab must be positive, got {n_vocab}")
+        return _wrap(c.llama_sampler_init_mirostat(n_vocab, seed, tau, eta, m), None, n_vocab)
 
     @staticmethod
     def mirostat_v2(uint32_t seed=c.LLAMA_DEFAULT_SEED, float tau=5.0, float eta=0.1):
@@ -417,22 +563,20 @@ cdef class LlamaSampler(Handle):
     def grammar(LlamaModel model not None, str grammar, str root="root"):
         """Constrain tokens to a GBNF grammar; GrammarError if it does not parse."""
         model._ensure_alive()
+        _check_grammar(grammar)
         cdef c.llama_sampler *ptr
         try:
             ptr = _init_grammar(model.vocab, grammar.encode(), root.encode())
-        except RuntimeError as exc:
+        except (RuntimeError, IndexError) as exc:
             raise GrammarError(f"the grammar does not parse: {exc}") from None
-        if ptr == NULL:
-            raise GrammarError("the grammar does not parse (see the 'llama_cy' log for where)")
-        result = _wrap(ptr)
-        result._has_grammar = True
-        return result
+        return _wrap_grammar(ptr, model.n_vocab)
 
     @staticmethod
     def grammar_lazy_patterns(LlamaModel model not None, str grammar, str root="root",
                               trigger_patterns=(), trigger_tokens=()):
         """A grammar that only applies once a trigger pattern or token appears."""
         model._ensure_alive()
+        _check_grammar(grammar)
         patterns = [p.encode() for p in trigger_patterns]
         cdef const int32_t[::1] toks = model._token_array(list(trigger_tokens))
         cdef const char **cpat = <const char **>malloc(max(1, len(patterns)) * sizeof(char *))
@@ -443,16 +587,24 @@ cdef class LlamaSampler(Handle):
             ptr = _init_grammar_lazy_patterns(
                 model.vocab, grammar.encode(), root.encode(), cpat, len(patterns),
                 &toks[0] if toks.shape[0] else NULL, toks.shape[0])
-        except RuntimeError as exc:
+        except (RuntimeError, IndexError) as exc:
             raise GrammarError(f"the grammar or a trigger pattern does not parse: {exc}") from None
         finally:
             free(cpat)
-        return _wrap_grammar(ptr)
+        return _wrap_grammar(ptr, model.n_vocab)
 
     @staticmethod
     def penalties(int32_t n_vocab, int32_t last_n=64, float repeat=1.0, float freq=0.0,
                   float present=0.0):
-        return _wrap(c.llama_sampler_init_penalties(n_vocab, last_n, repeat, freq, present))
+        """Repeat, frequency and presence penalties over the last ``last_n`` tokens.
+
+        ``last_n`` is in ``[0, MAX_WINDOW]`` (0 disables); this sampler does not know the
+        context, so llama-server's -1 ("the context size") is resolved by the caller.
+        """
+        if n_vocab < 1:
+            raise ValueError(f"n_vocab must be positive, got {n_vocab}")
+        _check_window("last_n", last_n, 0)
+        return _wrap(_init_penalties(n_vocab, last_n, repeat, freq, present), None, n_vocab)
 
     @staticmethod
     def dry(LlamaModel model not None, float multiplier=0.0, float base=1.75,
@@ -460,16 +612,17 @@ cdef class LlamaSampler(Handle):
             seq_breakers=("\n", ":", "\"", "*")):
         """DRY ("don't repeat yourself") penalties; ``penalty_last_n=-1`` means the whole context."""
         model._ensure_alive()
+        _check_window("penalty_last_n", penalty_last_n, -1)
         if penalty_last_n < 0:
             # llama.cpp reads a negative window as "disabled"; its tools mean "context size".
-            penalty_last_n = model.n_ctx_train
+            penalty_last_n = min(model.n_ctx_train, MAX_WINDOW)
         breakers = [b.encode() for b in seq_breakers]
         cdef const char **cb = <const char **>malloc(max(1, len(breakers)) * sizeof(char *))
         for i, b in enumerate(breakers):
             cb[i] = b
         try:
-            return _wrap(c.llama_sampler_init_dry(model.vocab, multiplier, base, allowed_length,
-                                                  penalty_last_n, cb, len(breakers)))
+            return _wrap(_init_dry(model.vocab, multiplier, base, allowed_length,
+                                   penalty_last_n, cb, len(breakers)), None, model.n_vocab)
         finally:
             free(cb)
 
@@ -480,6 +633,8 @@ cdef class LlamaSampler(Handle):
     @staticmethod
     def logit_bias(int32_t n_vocab, biases):
         """Add ``biases[token]`` to each listed token's logit."""
+        if n_vocab < 1:
+            raise ValueError(f"n_vocab must be positive, got {n_vocab}")
         items = list(dict(biases).items())
         cdef c.llama_logit_bias *b = <c.llama_logit_bias *>malloc(max(1, len(items)) * sizeof(c.llama_logit_bias))
         try:
@@ -488,20 +643,20 @@ cdef class LlamaSampler(Handle):
                     raise ValueError(f"logit_bias token {tok} is out of range [0, {n_vocab})")
                 b[i].token = tok
                 b[i].bias = bias
-            return _wrap(c.llama_sampler_init_logit_bias(n_vocab, len(items), b))
+            return _wrap(c.llama_sampler_init_logit_bias(n_vocab, len(items), b), None, n_vocab)
         finally:
             free(b)
 
     @staticmethod
     def infill(LlamaModel model not None):
         model._ensure_alive()
-        return _wrap(c.llama_sampler_init_infill(model.vocab))
+        return _wrap(c.llama_sampler_init_infill(model.vocab), None, model.n_vocab)
 
 
-cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr):
+cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr, int n_vocab):
     if ptr == NULL:
         raise GrammarError("the grammar or a trigger pattern does not parse (see the 'llama_cy' log)")
-    cdef LlamaSampler result = _wrap(ptr)
+    cdef LlamaSampler result = _wrap(ptr, None, n_vocab)
     result._has_grammar = True
     return result
 
@@ -514,7 +669,23 @@ cdef llama_token _argmax(const float *logits, int n) noexcept nogil:
     return best
 
 
-cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) noexcept:
+cdef int _accept_checked(c.llama_sampler *smpl, llama_token token) except -1:
+    try:
+        _accept(smpl, token)
+    except (RuntimeError, IndexError) as exc:
+        raise GrammarError(f"a sampler refused token {token}: {exc}") from None
+    return 0
+
+
+cdef int _apply_checked(c.llama_sampler *smpl, llama_token_data_array *cur_p) except -1:
+    try:
+        _apply(smpl, cur_p)
+    except IndexError as exc:
+        raise InvalidTokenError(f"a candidate id is outside the vocabulary: {exc}") from None
+    return 0
+
+
+cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) except -1:
     """Whether every grammar sampler in ``smpl`` accepts ``token`` in its current state.
 
     llama.cpp aborts the process (or throws through its C API) when a grammar is made
@@ -538,5 +709,5 @@ cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) noexcept:
     cur_p.size = 1
     cur_p.selected = -1
     cur_p.sorted = False
-    c.llama_sampler_apply(smpl, &cur_p)
+    _apply_checked(smpl, &cur_p)
     return cur_p.size == 1 and one.logit != -INFINITY

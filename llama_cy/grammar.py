@@ -392,8 +392,17 @@ def json_schema_to_gbnf(schema: Mapping[str, Any] | bool | None = None) -> str:
     """
     if schema is None:
         schema = {"type": "object"}
+    if not isinstance(schema, (Mapping, bool)):
+        raise ValueError(f"a JSON schema must be an object or a boolean, not {type(schema).__name__}")
     conv = _Converter(schema if isinstance(schema, Mapping) else {})
-    root = conv.visit(schema, "root")
+    try:
+        root = conv.visit(schema, "root")
+    except ValueError:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, RecursionError) as exc:
+        # A schema of the wrong shape somewhere inside ("properties": [...], a "$ref"
+        # to nowhere, a cycle): the request's fault, told as such.
+        raise ValueError(f"invalid JSON schema: {type(exc).__name__}: {exc}") from None
     conv.rules = {"root": root, **conv.rules}
     return "\n".join(f"{name} ::= {body}" for name, body in conv.rules.items()) + "\n"
 

@@ -359,7 +359,7 @@ class Llama:
         if len(prompt) >= self.ctx.n_ctx:
             raise ContextOverflowError(len(prompt), self.ctx.n_ctx)
         history: list[int] = []
-        samplers = build_sampler(self.model, params, history)  # a bad grammar raises here
+        samplers = build_sampler(self.model, params, history, n_ctx=self.ctx.n_ctx)  # bad: raises
         stops = [stop] if isinstance(stop, str) else list(stop or ())
         return self._run(prompt, max_tokens, stops, params, samplers, n_logprobs, stopping_criteria)
 
@@ -694,6 +694,7 @@ class Llama:
         """
         if functions and not tools:
             tools = [{"type": "function", "function": f} for f in functions]
+        _check_tools(tools)
             if isinstance(function_call, Mapping):
                 tool_choice = {"type": "function", "function": dict(function_call)}
             elif function_call is not None:
@@ -935,6 +936,9 @@ class _Hold:
 
     def __enter__(self) -> None:
         self.llm._lock.acquire()
+        if self.llm._closed:  # closed by another thread while this one waited
+            self.llm._lock.release()
+            raise ClosedError("this Llama is closed")
         self.llm._owner = threading.get_ident()
 
     def __exit__(self, *exc: object) -> None:
@@ -1001,12 +1005,34 @@ def _tool_choice(
                 f"tool_choice must be 'none', 'auto', 'required' or a function, not {choice!r}"
             )
         return choice
-    name = choice.get("function", {}).get("name")
+    function = choice.get("function") if isinstance(choice, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
     if not isinstance(name, str):
         raise ValueError(
             "tool_choice must name a function: {'type': 'function', 'function': {'name': ...}}"
         )
     return name
+
+
+def _check_tools(tools: Sequence[Mapping[str, Any]] | None) -> None:
+    """OpenAI's tool list shape, checked before templates and grammars see it."""
+    if tools is None:
+        return
+    if not isinstance(tools, Sequence) or isinstance(tools, (str, bytes)):
+        raise ValueError("tools must be an array of {'type': 'function', 'function': {...}}")
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        if (
+            not isinstance(tool, Mapping)
+            or tool.get("type", "function") != "function"
+            or not isinstance(function, Mapping)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("parameters", {}), (Mapping, bool))
+        ):
+            raise ValueError(
+                f"tools[{i}] must be {{'type': 'function', 'function': {{'name': str, "
+                "'parameters': a JSON schema}}"
+            )
 
 
 def _with_system(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[str, Any]]:

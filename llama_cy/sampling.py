@@ -126,13 +126,22 @@ class _ProcessorSampler:
         self.history.clear()
 
 
+def _window(name: str, n: int, n_ctx: int) -> int:
+    """A penalty window as llama-server reads it: -1 is the context, and no window is
+    longer than the context (llama.cpp would allocate all of it up front)."""
+    if n < -1:
+        raise ValueError(f"{name} must be -1 (the context size), 0 (off) or positive, got {n}")
+    return n_ctx if n == -1 else min(n, n_ctx)
+
+
 def build_sampler(
-    model: LlamaModel, p: SamplingParams, history: list[int] | None = None
+    model: LlamaModel, p: SamplingParams, history: list[int] | None = None, *, n_ctx: int
 ) -> tuple[LlamaSampler, LlamaSampler | None]:
     """The sampler chain for ``p`` and, if ``p.grammar`` is set, its grammar sampler.
 
     ``history`` is the list that logits processors see as the tokens so far (the chain
-    appends each accepted token to it).
+    appends each accepted token to it). ``n_ctx`` is the sequence's context size, which
+    bounds the penalty windows.
     """
     n_vocab = model.n_vocab
     seed = p.seed if p.seed is not None else random.getrandbits(32)
@@ -146,7 +155,11 @@ def build_sampler(
     if p.repeat_penalty != 1.0 or p.frequency_penalty != 0.0 or p.presence_penalty != 0.0:
         chain.append(
             LlamaSampler.penalties(
-                n_vocab, p.penalty_last_n, p.repeat_penalty, p.frequency_penalty, p.presence_penalty
+                n_vocab,
+                _window("penalty_last_n", p.penalty_last_n, n_ctx),
+                p.repeat_penalty,
+                p.frequency_penalty,
+                p.presence_penalty,
             )
         )
     if p.dry_multiplier > 0.0:
@@ -156,7 +169,7 @@ def build_sampler(
                 p.dry_multiplier,
                 p.dry_base,
                 p.dry_allowed_length,
-                p.dry_penalty_last_n,
+                _window("dry_penalty_last_n", p.dry_penalty_last_n, n_ctx),
                 p.dry_sequence_breakers,
             )
         )

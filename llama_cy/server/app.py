@@ -14,7 +14,9 @@ import contextlib
 import dataclasses
 import hmac
 import json
+import logging
 import os
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -41,6 +43,8 @@ from llama_cy.server.schema import ApiError
 
 __all__ = ["ServerSettings", "create_app"]
 
+_log = logging.getLogger("llama_cy.server")
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 #: What a request that does not say gets: llama-server's defaults (OpenAI's temperature
@@ -53,7 +57,9 @@ SAMPLING_DEFAULTS: dict[str, float] = {
 }
 
 # Common request fields that are not sampler settings.
-_NOT_SAMPLING = frozenset(["model", "stream", "stream_options", "n", "max_tokens", "cache_prompt"])
+_NOT_SAMPLING = frozenset(
+    ["model", "stream", "stream_options", "n", "max_tokens", "cache_prompt", "stop"]
+)
 
 
 @dataclass(frozen=True)
@@ -188,10 +194,13 @@ class Server:
                     "unavailable_error",
                     headers={"Retry-After": "1"},
                 ).response()
-            except (ValueError, TypeError, KeyError) as exc:
-                return ApiError(400, str(exc)).response()
-            except LlamaError as exc:
-                return ApiError(500, str(exc), "server_error").response()
+            except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
+                # The request's own values (GrammarError, InvalidTokenError and llama_cy's
+                # other argument errors are ValueErrors too).
+                return ApiError(400, str(exc) or type(exc).__name__).response()
+            except Exception as exc:  # ours, not the client's: still JSON, still alive
+                _log.exception("request to %s failed", request.url.path)
+                return ApiError(500, f"{type(exc).__name__}: {exc}", "server_error").response()
 
         return endpoint
 
@@ -245,8 +254,13 @@ class Server:
             raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
         # A request without a seed takes --seed: it is the Llama's (load_llama).
         picked = {k: body[k] for k in schema.SAMPLING if k in body and k not in _NOT_SAMPLING}
-        out = {**SAMPLING_DEFAULTS, **picked}
-        return out
+        seed = picked.get("seed")
+        if seed is not None:
+            if seed == -1:  # llama-server's "a random seed", whatever --seed says
+                picked["seed"] = random.getrandbits(32)
+            elif not 0 <= seed < 2**32:
+                raise ApiError(400, "seed must be -1 (random) or in [0, 2**32)", param="seed")
+        return {**SAMPLING_DEFAULTS, **picked}
 
     async def _run(
         self,
@@ -289,8 +303,10 @@ class Server:
                 yield "data: [DONE]\n\n"
         except _GoneError:
             return
-        except LlamaError as exc:
-            yield _sse(ApiError(500, str(exc), "server_error").body())
+        except Exception as exc:  # the status line is sent: the error goes in the stream
+            status = 400 if isinstance(exc, ValueError) else 500
+            kind = "invalid_request_error" if status == 400 else "server_error"
+            yield _sse(ApiError(status, str(exc), kind).body())
         finally:
             watcher.cancel()
             engine.cancel(task)

@@ -15,6 +15,7 @@ so prompts, chat templates, grammars and response shapes are exactly ``Llama``'s
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import deque
@@ -31,6 +32,8 @@ from llama_cy.sampling import build_sampler
 from llama_cy.streaming import Generation
 
 __all__ = ["Engine", "QueueFullError", "Task"]
+
+_log = logging.getLogger("llama_cy.server")
 
 
 class QueueFullError(LlamaError, RuntimeError):
@@ -158,7 +161,7 @@ class Engine:
         n = len(job.tokens)
         if n >= self.n_ctx_slot:
             raise ContextOverflowError(n, self.n_ctx_slot)
-        chain, grammar = build_sampler(self.llm.model, job.params)  # a bad grammar raises here
+        chain, grammar = build_sampler(self.llm.model, job.params, n_ctx=self.n_ctx_slot)
         with self._cond:
             if self._stopping or not self._thread.is_alive():
                 raise LlamaError("the server's engine is not running")
@@ -221,7 +224,14 @@ class Engine:
         try:
             with self.llm._hold():
                 while self._wait_for_work():
-                    self._step()
+                    try:
+                        self._step()
+                    except Exception as exc:  # a bug: the requests in this step end, not the engine
+                        _log.exception("engine step failed")
+                        for s in self.slots:
+                            if s.task is not None:
+                                self._fail(s, exc)
+                        self._flush()
         finally:  # stopped, or a bug (its traceback goes to stderr): fail what is left
             with self._cond:
                 self._stopping = True
@@ -246,7 +256,13 @@ class Engine:
                 while self._queue and any(s.task is None for s in self.slots):
                     task = self._queue.popleft()
                     if not task.cancelled:
-                        self._start(self._pick_slot(task), task)
+                        slot = self._pick_slot(task)
+                        try:
+                            self._start(slot, task)
+                        except Exception as exc:  # this request only
+                            slot.task = task
+                            self._fail(slot, exc)
+                            self._flush()
                 if any(s.task is not None for s in self.slots):
                     return True
                 self._cond.wait()
