@@ -187,6 +187,29 @@ def bench_greedy(rows: list[Comparison], loop: Path, models: dict[str, Path], ar
         model.close()
 
 
+def bench_threads(rows: list[Comparison], simple: Path, models: dict[str, Path], args: Any) -> None:
+    """(8) More threads than CPUs: llama_cy with llama-simple's thread count (4) against
+    llama-simple from llama.cpp's default (OpenMP) build. Meaningful where 4 exceeds the
+    CPUs (2x cores on a 2-core machine)."""
+    path = models["gemma"]
+    n = 64
+    model = lc.LlamaModel.load(path)
+
+    def ours() -> float:
+        return float(cases.greedy(model, PROMPT, n, 4, 512)["tokens_per_s"])
+
+    def theirs() -> float:
+        return native.run_simple(simple, path, PROMPT, n)
+
+    name = f"(8) greedy tg, 4 threads on {lc.available_cpus()} CPUs, gemma"
+    rows.append(
+        alternate(
+            Comparison(name, "tok/s", "≥ 0.95", "llama-simple (OpenMP)"), args.rounds, ours, theirs
+        )
+    )
+    model.close()
+
+
 def bench_sampling(
     rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any, python: Path | None
 ) -> None:
@@ -575,7 +598,9 @@ def main() -> None:
     )
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument(
-        "--only", choices=["server"], help="run one group of comparisons (the rest are skipped)"
+        "--only",
+        choices=["server", "threads", "core"],
+        help="run one group of comparisons: server, threads (8), or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -591,6 +616,18 @@ def main() -> None:
         bench_server(rows, native.build_tools(WORK / "native"), models, args, python)
         print(f"wrote {report(rows, args, args.out, suffix='-server')}")
         return
+    if args.only == "threads":
+        rows = []
+        bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
+        print(f"wrote {report(rows, args, args.out, suffix='-threads')}")
+        return
+    if args.only == "core":
+        rows = []
+        loop = build_reference(WORK / "loop")
+        bench_greedy(rows, loop, models, args)
+        bench_completion(rows, loop, models, args, None if args.no_lcp else prepare_lcp())
+        print(f"wrote {report(rows, args, args.out, suffix='-core')}")
+        return
     loop = build_reference(WORK / "loop")
     rows = []
     bench_greedy(rows, loop, models, args)
@@ -603,6 +640,7 @@ def main() -> None:
         bench_pp(rows, tools, models, args)
         bench_batched(rows, tools, models, args)
         bench_server(rows, tools, models, args, python)
+        bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
     print(f"wrote {report(rows, args, args.out)}")
 
 

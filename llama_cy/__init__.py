@@ -13,6 +13,7 @@ from llama_cy import _backend
 from llama_cy._backend import (
     LLAMA_CPP_BUILD,
     Device,
+    available_cpus,
     default_n_threads,
     devices,
     numa_init,
@@ -61,6 +62,7 @@ __all__ = [
     "Timings",
     "TokenLogprob",
     "__version__",
+    "available_cpus",
     "default_n_threads",
     "devices",
     "errors",

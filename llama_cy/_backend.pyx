@@ -159,6 +159,25 @@ def numa_init(strategy="distribute"):
     c.llama_numa_init(numa)
 
 
+def available_cpus():
+    """How many CPUs this process may keep busy at once: its affinity mask, lowered by a
+    cgroup CPU quota (a container's ``--cpus``) when one is set."""
+    import math
+    import os
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            n = min(n, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
 def default_n_threads():
     """The thread count a context uses when none is given: one per physical core.
 

@@ -11,6 +11,10 @@ from llama_cy._model import LlamaModel
 from llama_cy.perf import SamplerPerf
 
 CANDIDATE_DTYPE: np.dtype[np.void]
+#: The longest penalty or DRY window a sampler accepts (tokens).
+MAX_WINDOW: int
+#: The deepest parenthesis nesting accepted in a GBNF grammar.
+MAX_GRAMMAR_DEPTH: int
 
 @type_check_only
 class PythonSampler(Protocol):

@@ -393,7 +393,9 @@ def json_schema_to_gbnf(schema: Mapping[str, Any] | bool | None = None) -> str:
     if schema is None:
         schema = {"type": "object"}
     if not isinstance(schema, (Mapping, bool)):
-        raise ValueError(f"a JSON schema must be an object or a boolean, not {type(schema).__name__}")
+        raise ValueError(
+            f"a JSON schema must be an object or a boolean, not {type(schema).__name__}"
+        )
     conv = _Converter(schema if isinstance(schema, Mapping) else {})
     try:
         root = conv.visit(schema, "root")

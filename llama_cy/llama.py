@@ -694,11 +694,11 @@ class Llama:
         """
         if functions and not tools:
             tools = [{"type": "function", "function": f} for f in functions]
-        _check_tools(tools)
             if isinstance(function_call, Mapping):
                 tool_choice = {"type": "function", "function": dict(function_call)}
             elif function_call is not None:
                 tool_choice = function_call
+        _check_tools(tools)
         choice = _tool_choice(tools, tool_choice)
         messages = list(messages)
         render_tools = None

@@ -34,20 +34,18 @@ def apply(base: bytes, spec: dict[str, object], path: Path) -> None:
 
 def run(path: Path) -> str:
     try:
-        with lc.LlamaModel.load(path) as model:
-            with lc.LlamaContext(model, n_ctx=64, n_batch=16, n_threads=1) as ctx:
-                tokens = model.tokenize("hello world")[:8]
-                if len(tokens) == 0:
-                    tokens = [0]
-                batch = lc.LlamaBatch(16)
-                batch.add_sequence(tokens, 0, 0)
-                ctx.decode(batch)
-                sampler = lc.LlamaSampler.chain(
-                    [lc.LlamaSampler.top_k(8), lc.LlamaSampler.dist(seed=1)]
-                )
-                token = sampler.sample(ctx, -1)
-                model.token_to_piece(token)
-                model.detokenize(tokens)
+        model = lc.LlamaModel.load(path)
+        with model, lc.LlamaContext(model, n_ctx=64, n_batch=16, n_threads=1) as ctx:
+            tokens = model.tokenize("hello world")[:8].tolist() or [0]
+            batch = lc.LlamaBatch(16)
+            batch.add_sequence(tokens, 0, 0)
+            ctx.decode(batch)
+            sampler = lc.LlamaSampler.chain(
+                [lc.LlamaSampler.top_k(8), lc.LlamaSampler.dist(seed=1)]
+            )
+            token = sampler.sample(ctx, -1)
+            model.token_to_piece(token)
+            model.detokenize(tokens)
         return "ok"
     except Exception as exc:  # the parent checks which kinds are acceptable
         return type(exc).__name__

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import gguf
 import numpy as np
@@ -96,8 +97,8 @@ def specs_for(path: Path) -> list[Spec]:
                 add(f"{key}={value}", [_patch(offset, dtype, value)])
         elif field.types[0] == gguf.GGUFValueType.FLOAT32:
             offset, dtype = _scalar(reader, key)
-            for value in (-1.0, float("nan"), float("inf"), 0.0, 1e30):
-                add(f"{key}={value}", [_patch(offset, dtype, value)])
+            for eps in (-1.0, float("nan"), float("inf"), 0.0, 1e30):
+                add(f"{key}={eps}", [_patch(offset, dtype, eps)])
         elif field.types[0] == gguf.GGUFValueType.STRING:
             offset, _ = _scalar(reader, key)
             n = len(field.parts[field.data[0]])
@@ -124,8 +125,10 @@ def specs_for(path: Path) -> list[Spec]:
             (toffset, (1, 2**40, 2**64 - 32)),
         ):
             for value in values:
-                add(f"{tensor.name} {part.dtype}@{_offset(reader, part)}={value}",
-                    [_patch(_offset(reader, part), part.dtype, value)])
+                add(
+                    f"{tensor.name} {part.dtype}@{_offset(reader, part)}={value}",
+                    [_patch(_offset(reader, part), part.dtype, value)],
+                )
     # Truncations.
     for cut in (0, 3, 8, 20, 100, data_start - 1, data_start, data_start + 1, size // 2, size - 1):
         add(f"truncated at {cut}", truncate=cut)
@@ -140,6 +143,12 @@ def specs_for(path: Path) -> list[Spec]:
     return specs
 
 
+def _pump(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
 def run_all(base: Path, specs: list[Spec], workdir: Path) -> tuple[dict[int, str], list[str]]:
     """Outcomes by spec index, and the copies that killed or hung the child."""
     specs_path = workdir / "specs.json"
@@ -149,8 +158,14 @@ def run_all(base: Path, specs: list[Spec], workdir: Path) -> tuple[dict[int, str
     start = 0
     while start < len(specs):
         child = subprocess.Popen(
-            [sys.executable, str(HERE / "gguf_fuzz_child.py"), str(base), str(specs_path),
-             str(start), str(workdir)],
+            [
+                sys.executable,
+                str(HERE / "gguf_fuzz_child.py"),
+                str(base),
+                str(specs_path),
+                str(start),
+                str(workdir),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -158,12 +173,7 @@ def run_all(base: Path, specs: list[Spec], workdir: Path) -> tuple[dict[int, str
         assert child.stdout is not None
         lines: queue.Queue[str | None] = queue.Queue()
 
-        def pump(stream=child.stdout) -> None:  # type: ignore[no-untyped-def]
-            for line in stream:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
+        threading.Thread(target=_pump, args=(child.stdout, lines), daemon=True).start()
         current, hung = None, False
         while True:
             try:

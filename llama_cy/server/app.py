@@ -444,8 +444,11 @@ class Server:
                 sampling[ours] = body[theirs]
         bias = body.get("logit_bias")
         if isinstance(bias, list):  # llama-server's [[token, bias], ...]
+            # [[token, false]] is llama-server's "never this token".
             sampling["logit_bias"] = {
-                int(t): float(b) for t, b in bias if isinstance(b, (int, float))
+                int(t): float("-inf") if b is False else float(b)
+                for t, b in bias
+                if isinstance(b, (int, float))
             }
         if "json_schema" in body and "grammar" not in body:
             sampling["grammar"] = json_schema_to_gbnf(body["json_schema"])

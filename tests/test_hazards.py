@@ -1,0 +1,464 @@
+"""Misuse that used to kill the process: each case runs in a child interpreter.
+
+Every case asserts the specific exception (or the defined outcome, for a close from
+another thread) and then that the same process still decodes and samples normally.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from child import run_python
+
+PRELUDE = '''
+import sys, threading, time
+import numpy as np
+import llama_cy as lc
+from llama_cy.errors import *
+
+model = lc.LlamaModel.load(sys.argv[1])
+
+
+def expect(exc, fn, *args, match=None, **kwargs):
+    """Call fn; it must raise exc (whose message contains match)."""
+    try:
+        fn(*args, **kwargs)
+    except exc as e:
+        assert match is None or match in str(e), f"{type(e).__name__}: {e}"
+        return e
+    raise AssertionError(f"did not raise {exc.__name__}")
+
+
+def decoded(n_batch=32, **kw):
+    """A context with the logits of "hello world" decoded."""
+    ctx = lc.LlamaContext(model, n_ctx=128, n_batch=n_batch, n_threads=1, **kw)
+    batch = lc.LlamaBatch(n_batch)
+    batch.add_sequence(model.tokenize("hello world"), 0, 0)
+    ctx.decode(batch)
+    return ctx
+
+
+def allowed(grammar_text):
+    g = lc.LlamaSampler.grammar(model, grammar_text)
+    return [t for t in range(model.n_vocab) if g.allows(t)]
+
+
+def still_serves():
+    ctx = decoded()
+    token = lc.LlamaSampler.chain([lc.LlamaSampler.greedy()]).sample(ctx, -1)
+    assert token == int(np.argmax(ctx.logits(-1)))
+    print("STILL-SERVES")
+'''
+
+
+def hazard(code: str, model: Path, *args: str) -> str:
+    """Run ``code`` after the prelude, then the normal decode; the child's stdout."""
+    proc = run_python(PRELUDE + code + "\nstill_serves()\n", str(model), *args)
+    tail = proc.stderr[-3000:]
+    assert proc.returncode == 0, f"the child died with {proc.returncode}:\n{tail}"
+    assert "STILL-SERVES" in proc.stdout, tail
+    return proc.stdout
+
+
+# ---- decode --------------------------------------------------------------------------
+
+
+def test_batch_larger_than_n_batch(tiny_model_path: Path) -> None:
+    hazard(
+        """
+ctx = lc.LlamaContext(model, n_ctx=128, n_batch=16, n_threads=1)
+batch = lc.LlamaBatch(64)
+batch.add_sequence(list(range(10, 40)), 0, 0)
+expect(InvalidBatchError, ctx.decode, batch, match="n_batch=16")
+expect(EncodeError, ctx.encode, batch, match="no encoder")
+""",
+        tiny_model_path,
+    )
+
+
+def test_non_causal_batch_larger_than_n_ubatch(tiny_model_path: Path) -> None:
+    hazard(
+        """
+ctx = lc.LlamaContext(model, n_ctx=128, n_batch=64, n_ubatch=8, n_threads=1)
+ctx.set_causal_attn(False)
+batch = lc.LlamaBatch(64)
+batch.add_sequence(list(range(10, 40)), 0, 0)
+expect(InvalidBatchError, ctx.decode, batch, match="n_ubatch=8")
+batch.clear()
+batch.add_sequence(list(range(10, 18)), 0, 0)
+ctx.decode(batch)  # one micro-batch: fine
+""",
+        tiny_model_path,
+    )
+
+
+# ---- grammars ----------------------------------------------------------------------
+
+
+GRAMMAR_SETUP = """
+from llama_cy.sampling import SamplingParams, build_sampler
+G = 'root ::= "x"'
+only = allowed(G)
+assert only, "the grammar allows some token"
+ctx = decoded()
+"""
+
+
+@pytest.mark.parametrize("bias", ["float('-inf')", "float('nan')"])
+def test_bias_that_empties_the_grammar(tiny_model_path: Path, bias: str) -> None:
+    hazard(
+        GRAMMAR_SETUP
+        + f"""
+for temperature in (0.0, 0.8):
+    params = SamplingParams(temperature=temperature, grammar=G,
+                            logit_bias={{t: {bias} for t in only}})
+    chain, grammar = build_sampler(model, params, n_ctx=128)
+    expect(GrammarError, chain.sample, ctx, -1, grammar=grammar)
+""",
+        tiny_model_path,
+    )
+
+
+def test_negative_repeat_penalty_under_a_grammar(tiny_model_path: Path) -> None:
+    hazard(
+        GRAMMAR_SETUP
+        + """
+chain, grammar = build_sampler(
+    model, SamplingParams(temperature=0, repeat_penalty=-1.0, grammar=G), n_ctx=128)
+for t in only:
+    chain.accept(t)
+try:
+    token = chain.sample(ctx, -1, grammar=grammar)
+    assert token in only, token
+except GrammarError:
+    pass
+""",
+        tiny_model_path,
+    )
+
+
+def test_top_k_before_the_grammar_in_one_chain(tiny_model_path: Path) -> None:
+    hazard(
+        GRAMMAR_SETUP
+        + """
+assert int(np.argmax(ctx.logits(-1))) not in only
+chain = lc.LlamaSampler.chain(
+    [lc.LlamaSampler.top_k(1), lc.LlamaSampler.grammar(model, G), lc.LlamaSampler.greedy()])
+expect(GrammarError, chain.sample, ctx, -1)
+""",
+        tiny_model_path,
+    )
+
+
+def test_python_sampler_picks_what_the_grammar_forbids(tiny_model_path: Path) -> None:
+    hazard(
+        GRAMMAR_SETUP
+        + """
+forbidden = next(t for t in range(model.n_vocab) if t not in only)
+
+class Stubborn:
+    def apply(self, candidates):
+        return int(np.nonzero(candidates["id"] == forbidden)[0][0])
+
+chain = lc.LlamaSampler.chain([Stubborn()])
+expect(GrammarError, chain.sample, ctx, -1, grammar=lc.LlamaSampler.grammar(model, G))
+""",
+        tiny_model_path,
+    )
+
+
+def test_llama_with_a_bias_against_its_grammar(tiny_model_path: Path) -> None:
+    hazard(
+        GRAMMAR_SETUP
+        + """
+llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+bias = {t: float("-inf") for t in only}
+expect(GrammarError, llm.create_completion, "hi", max_tokens=4, grammar=G, logit_bias=bias,
+       temperature=0)
+out = llm.create_completion("hi", max_tokens=2, grammar=G, temperature=0)
+assert out["choices"][0]["text"] == "x"
+llm.close()
+""",
+        tiny_model_path,
+    )
+
+
+def test_deep_grammar(tiny_model_path: Path) -> None:
+    hazard(
+        """
+deep = 'root ::= ' + '(' * 20000 + '"a"' + ')' * 20000
+expect(GrammarError, lc.LlamaSampler.grammar, model, deep, match="deeper")
+expect(GrammarError, lc.LlamaSampler.grammar_lazy_patterns, model, deep, "root", ["a"])
+llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+expect(GrammarError, llm.create_completion, "hi", max_tokens=2, grammar=deep)
+# Parentheses in strings, classes and comments do not count.
+lc.LlamaSampler.grammar(model, 'root ::= "((((" [(] # ((((((\\n')
+""",
+        tiny_model_path,
+    )
+
+
+def test_token_ids_outside_the_vocabulary(tiny_model_path: Path) -> None:
+    hazard(
+        """
+g = lc.LlamaSampler.grammar(model, 'root ::= "x"')
+expect(InvalidTokenError, g.allows, -1)
+expect(InvalidTokenError, g.accept, model.n_vocab + 5)
+chain = lc.LlamaSampler.chain([lc.LlamaSampler.grammar(model, 'root ::= "x"')])
+expect(InvalidTokenError, chain.accept, model.n_vocab)
+cand = np.zeros(3, dtype=lc.CANDIDATE_DTYPE)
+cand["id"] = [1, 2, 10**8]
+expect(InvalidTokenError, g.apply, cand)
+expect(InvalidTokenError, lc.LlamaSampler.infill(model).apply, cand)
+cand["id"] = [1, -2, 3]
+expect(InvalidTokenError, lc.LlamaSampler.top_k(2).apply, cand)
+
+class Scribbler:  # writes an id no sampler after it may see
+    def apply(self, candidates):
+        candidates["id"][0] = 10**8
+
+chain = lc.LlamaSampler.chain(
+    [Scribbler(), lc.LlamaSampler.grammar(model, 'root ::= "x"'), lc.LlamaSampler.greedy()])
+expect(InvalidTokenError, chain.sample, decoded(), -1)
+""",
+        tiny_model_path,
+    )
+
+
+# ---- sampler settings ----------------------------------------------------------------
+
+
+def test_huge_penalty_windows(tiny_model_path: Path) -> None:
+    hazard(
+        """
+expect(ValueError, lc.LlamaSampler.penalties, model.n_vocab, 2**31 - 1, 1.1)
+expect(ValueError, lc.LlamaSampler.penalties, model.n_vocab, -1, 1.1)
+expect(ValueError, lc.LlamaSampler.dry, model, 1.0, 1.75, 2, 2**31 - 1)
+# Llama reads the windows as llama-server does: -1 and anything longer is the context.
+llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+for n in (-1, 2**31 - 1):
+    out = llm.create_completion("hi", max_tokens=3, repeat_penalty=1.1, penalty_last_n=n,
+                                dry_multiplier=0.5, dry_penalty_last_n=n, temperature=0)
+    assert out["usage"]["completion_tokens"] >= 1
+expect(ValueError, llm.create_completion, "hi", max_tokens=2, repeat_penalty=1.1,
+       penalty_last_n=-5)
+llm.close()
+""",
+        tiny_model_path,
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        "lc.LlamaSampler.top_p(0.9)",
+        "lc.LlamaSampler.typical(0.9)",
+        "lc.LlamaSampler.mirostat(model.n_vocab)",
+        "lc.LlamaSampler.infill(model)",
+        "lc.LlamaSampler.adaptive_p(0.5, 0.9)",
+    ],
+)
+def test_empty_candidates(tiny_model_path: Path, make: str) -> None:
+    hazard(
+        f"""
+sampler = {make}
+expect(ValueError, sampler.apply, np.zeros(0, dtype=lc.CANDIDATE_DTYPE), match="empty")
+cand = np.zeros(4, dtype=lc.CANDIDATE_DTYPE)
+cand["id"] = [1, 2, 3, 4]
+cand["logit"] = [1, 2, 3, 4]
+sampler.apply(cand)
+""",
+        tiny_model_path,
+    )
+
+
+def test_thread_counts(tiny_model_path: Path) -> None:
+    hazard(
+        """
+expect(ValueError, lc.LlamaContext, model, n_threads=0, match="n_threads")
+expect(ValueError, lc.LlamaContext, model, n_threads=1, n_threads_batch=-3)
+expect(ValueError, lc.LlamaContext, model, n_threads=100000)
+ctx = decoded()
+expect(ValueError, ctx.set_n_threads, 2**31 - 1)
+expect(ValueError, ctx.set_n_threads, 1, 0)
+ctx.set_n_threads(2, 2)
+""",
+        tiny_model_path,
+    )
+
+
+def test_huge_batch_is_a_memory_error(tiny_model_path: Path) -> None:
+    hazard(
+        """
+import os, resource
+if not os.environ.get("LLAMA_CY_SANITIZED"):
+    resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+    expect(MemoryError, lc.LlamaBatch, 2**31 - 1)
+expect(MemoryError, lc.LlamaBatch, 2**31 - 1, 2**31 - 1)
+expect(MemoryError, lc.LlamaBatch, 2**31 - 1, embd=2**31 - 1)
+""",
+        tiny_model_path,
+    )
+
+
+# ---- models ------------------------------------------------------------------------
+
+
+def test_hostile_kv_overrides(tiny_model_path: Path) -> None:
+    hazard(
+        """
+for kv in ({"llama.block_count": 0}, {"llama.block_count": 100000},
+           {"llama.attention.layer_norm_rms_epsilon": -1.0},
+           {"llama.attention.layer_norm_rms_epsilon": float("nan")},
+           {"llama.expert_count": 5000}):
+    expect(ModelLoadError, lc.LlamaModel.load, sys.argv[1], kv_overrides=kv)
+    expect(ModelLoadError, lc.Llama, sys.argv[1], kv_overrides=kv)
+""",
+        tiny_model_path,
+    )
+
+
+def _patched(src: Path, dst: Path, key: str, value: float) -> Path:
+    """A copy of ``src`` with the scalar ``key`` set to ``value`` (same GGUF type)."""
+    reader = gguf.GGUFReader(src)
+    field = reader.fields[key]
+    part = field.parts[field.data[0]]
+    offset = part.__array_interface__["data"][0] - reader.data.__array_interface__["data"][0]
+    data = bytearray(src.read_bytes())
+    raw = np.array([value], dtype=part.dtype).tobytes()
+    data[offset : offset + len(raw)] = raw
+    dst.write_bytes(data)
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("llama.block_count", 0),
+        ("llama.block_count", 2**32 - 1),
+        ("llama.attention.layer_norm_rms_epsilon", -1.0),
+    ],
+)
+def test_model_file_with_hostile_hyperparameters(
+    tiny_model_path: Path, tmp_path: Path, key: str, value: float
+) -> None:
+    bad = _patched(tiny_model_path, tmp_path / "bad.gguf", key, value)
+    hazard(
+        """
+expect(ModelLoadError, lc.LlamaModel.load, sys.argv[2])
+""",
+        tiny_model_path,
+        str(bad),
+    )
+
+
+# ---- lifetimes across threads ----------------------------------------------------------
+
+
+def test_python_sampler_closing_its_own_chain(tiny_model_path: Path) -> None:
+    hazard(
+        """
+chain = None
+
+class Closer:
+    def apply(self, candidates):
+        chain.close()  # the memory stays until this sample() returns
+        return 0
+
+chain = lc.LlamaSampler.chain([Closer()])
+ctx = decoded()
+try:
+    chain.sample(ctx, -1)
+except ClosedError:
+    pass
+assert chain.closed
+expect(ClosedError, chain.sample, ctx, -1)
+
+class Reentrant:  # reaching back into the context it is sampled from
+    def apply(self, candidates):
+        ctx.clear()
+
+expect(BusyError, lc.LlamaSampler.chain([Reentrant()]).sample, ctx, -1)
+""",
+        tiny_model_path,
+    )
+
+
+def test_close_handles_in_use_by_another_thread(tiny_model_path: Path) -> None:
+    hazard(
+        """
+# A context, its batch and a sampler closed while another thread decodes and samples:
+# the call in flight finishes on live memory, the next one gets ClosedError.
+for victim in ("ctx", "batch", "sampler"):
+    ctx = lc.LlamaContext(model, n_ctx=512, n_batch=512, n_threads=1)
+    batch = lc.LlamaBatch(512)
+    batch.add_sequence([(7 * i) % 1000 + 10 for i in range(500)], 0, 0)
+    sampler = lc.LlamaSampler.chain([lc.LlamaSampler.top_k(40), lc.LlamaSampler.dist(1)])
+    outcome = []
+
+    def work():
+        try:
+            for _ in range(50):
+                ctx.clear()
+                ctx.decode(batch)
+                sampler.sample(ctx, -1)
+            outcome.append("finished")
+        except ClosedError:
+            outcome.append("closed")
+
+    t = threading.Thread(target=work)
+    t.start()
+    time.sleep(0.05)
+    {"ctx": ctx, "batch": batch, "sampler": sampler}[victim].close()
+    t.join()
+    assert outcome == ["closed"], (victim, outcome)
+""",
+        tiny_model_path,
+    )
+
+
+def test_close_llama_and_model_in_use_by_other_threads(gemma_path: Path) -> None:
+    hazard(
+        """
+llm = lc.Llama(sys.argv[1], n_ctx=512, n_threads=2)
+outcomes = []
+
+def work():
+    try:
+        for _ in range(5):
+            out = llm.create_completion("Once upon a time", max_tokens=16, temperature=0)
+            assert out["choices"][0]["text"]
+        outcomes.append("finished")
+    except ClosedError:
+        outcomes.append("closed")
+
+threads = [threading.Thread(target=work) for _ in range(3)]
+[t.start() for t in threads]
+time.sleep(0.5)
+llm.close()
+[t.join() for t in threads]
+assert outcomes == ["closed"] * 3, outcomes
+
+vocab = lc.LlamaModel.load(sys.argv[1], vocab_only=True)
+text = "hello world " * 200000
+seen = []
+
+def tokenize():
+    try:
+        for _ in range(20):
+            seen.append(len(vocab.tokenize(text)))
+    except ClosedError:
+        seen.append("closed")
+
+t = threading.Thread(target=tokenize)
+t.start()
+time.sleep(0.2)
+vocab.close()
+t.join()
+assert seen[-1] == "closed" and all(n == seen[0] for n in seen[:-1]), seen
+""",
+        gemma_path,
+    )
