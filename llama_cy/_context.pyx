@@ -74,8 +74,13 @@ cdef dict _ATTENTION = {
     "causal": c.LLAMA_ATTENTION_TYPE_CAUSAL,
     "non_causal": c.LLAMA_ATTENTION_TYPE_NON_CAUSAL,
 }
-cdef dict _GGML_TYPES = {ggml_type_name(<ggml_type>t).decode(): t for t in range(GGML_TYPE_COUNT)
-                         if ggml_type_name(<ggml_type>t) != NULL}
+# The KV cache types llama.cpp's tools accept (common/arg.cpp's kv_cache_types); other
+# ggml types (i32, the k-quants, ...) reach kernels that crash on them.
+_KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+cdef dict _KV_TYPES = {
+    ggml_type_name(<ggml_type>t).decode(): t for t in range(GGML_TYPE_COUNT)
+    if ggml_type_name(<ggml_type>t) != NULL and ggml_type_name(<ggml_type>t).decode() in _KV_CACHE_TYPES
+}
 
 # ggml's threadpool functions live in the CPU backend plugin (GGML_BACKEND_DL).
 ctypedef ggml_threadpool_t (*_tp_new_t)(ggml_threadpool_params *) noexcept nogil
@@ -195,9 +200,9 @@ cdef class LlamaContext(ViewOwner):
         if yarn_orig_ctx is not None:
             p.yarn_orig_ctx = yarn_orig_ctx
         if type_k is not None:
-            p.type_k = _choice(_GGML_TYPES, type_k, "type_k")
+            p.type_k = _choice(_KV_TYPES, type_k, "type_k")
         if type_v is not None:
-            p.type_v = _choice(_GGML_TYPES, type_v, "type_v")
+            p.type_v = _choice(_KV_TYPES, type_v, "type_v")
         p.embeddings = embeddings
         if offload_kqv is not None:
             p.offload_kqv = offload_kqv

@@ -86,11 +86,10 @@ cdef void _py_apply(c.llama_sampler *smpl, llama_token_data_array *cur_p) noexce
             # The view is only valid during this call: the candidates live in llama.cpp.
             view = _candidates_view(cur_p)
             selected = s.obj.apply(view)
-            if cur_p.size and s.n_vocab > 0:
-                ids = view["id"]
-                if ids.min() < 0 or ids.max() >= s.n_vocab:
-                    raise InvalidTokenError(
-                        f"{s.name.decode()}: wrote a candidate id outside [0, {s.n_vocab})")
+            # One pass: a negative id is a huge one as uint32.
+            if cur_p.size and s.n_vocab > 0 and view["id"].view(np.uint32).max() >= s.n_vocab:
+                raise InvalidTokenError(
+                    f"{s.name.decode()}: wrote a candidate id outside [0, {s.n_vocab})")
             if selected is not None:
                 if not 0 <= selected < <long>cur_p.size:
                     raise IndexError(f"{s.name.decode()}: selected index {selected} not in [0, {cur_p.size})")
@@ -379,7 +378,7 @@ cdef class LlamaSampler(Handle):
             # Most of llama.cpp's samplers assert a non-empty array (an abort).
             raise ValueError("candidates is empty: a sampler needs at least one token")
         ids = candidates["id"]
-        if ids.min() < 0 or (self._n_vocab > 0 and ids.max() >= self._n_vocab):
+        if ids.view(np.uint32).max() >= (<unsigned int>self._n_vocab if self._n_vocab else 2**31):
             raise InvalidTokenError(
                 f"candidate ids must be in [0, {self._n_vocab or 'n_vocab'}): "
                 f"got {int(ids.min())}..{int(ids.max())}")

@@ -290,6 +290,18 @@ ctx.set_n_threads(2, 2)
     )
 
 
+def test_kv_cache_types(tiny_model_path: Path) -> None:
+    hazard(
+        """
+for bad in ("i32", "q4_K", "f64", "nonsense"):
+    expect(ValueError, lc.LlamaContext, model, n_threads=1, type_k=bad, match="type_k")
+    expect(ValueError, lc.LlamaContext, model, n_threads=1, type_v=bad, match="type_v")
+ctx = decoded(type_k="f16", type_v="bf16")
+""",
+        tiny_model_path,
+    )
+
+
 def test_huge_batch_is_a_memory_error(tiny_model_path: Path) -> None:
     hazard(
         """
