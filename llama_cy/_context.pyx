@@ -656,6 +656,12 @@ cdef class LlamaContext(ViewOwner):
         cdef const uint8_t[::1] src = memoryview(data).cast("B")
         if src.shape[0] == 0:
             raise StateError("empty state data")
+        # A state starts with the architecture's name (uint32 length, then the bytes).
+        # llama.cpp allocates whatever length it reads before comparing, and copies
+        # through a NULL pointer for length 0 (UBSan): refuse such headers here.
+        cdef size_t name_len = int.from_bytes(bytes(src[:4]), "little") if src.shape[0] >= 4 else 0
+        if not 0 < name_len <= 256 or name_len + 4 > <size_t>src.shape[0]:
+            raise StateError("not a llama.cpp context state (bad architecture header)")
         self._lock_acquire()
         try:
             n = c.llama_state_set_data(self.ptr, &src[0], src.shape[0])

@@ -329,8 +329,11 @@ cdef class LlamaSampler(Handle):
             _apply_checked(self.ptr, &cur_p)
             self._raise_pending()
         else:
-            with nogil:
-                _apply(self.ptr, &cur_p)
+            try:
+                with nogil:
+                    _apply(self.ptr, &cur_p)
+            except (IndexError, RuntimeError) as exc:
+                _raise_mapped(exc)
         if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
             raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
                              "greedy(), dist(), mirostat() or mirostat_v2()")
@@ -679,9 +682,16 @@ cdef int _accept_checked(c.llama_sampler *smpl, llama_token token) except -1:
 cdef int _apply_checked(c.llama_sampler *smpl, llama_token_data_array *cur_p) except -1:
     try:
         _apply(smpl, cur_p)
-    except IndexError as exc:
-        raise InvalidTokenError(f"a candidate id is outside the vocabulary: {exc}") from None
+    except (IndexError, RuntimeError) as exc:
+        _raise_mapped(exc)
     return 0
+
+
+cdef int _raise_mapped(exc) except -1:
+    """A C++ exception from a sampler (already a Python one) as a LlamaError."""
+    if isinstance(exc, IndexError):
+        raise InvalidTokenError(f"a candidate id is outside the vocabulary: {exc}") from None
+    raise LlamaError(f"a sampler failed: {exc}") from None
 
 
 cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) except -1:
