@@ -33,6 +33,8 @@ cdef class LlamaContext(ViewOwner):
     # Persistent threadpools (generation, batch), as llama.cpp's own tools attach.
     cdef ggml_threadpool_t _tp
     cdef ggml_threadpool_t _tp_batch
+    # Pools replaced by set_n_threads (addresses): freed with the context.
+    cdef list _retired
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
     cdef int _lock_acquire(self) except -1

@@ -160,6 +160,7 @@ cdef class LlamaContext(ViewOwner):
         self._lock_owner = 0
         self._tp = NULL
         self._tp_batch = NULL
+        self._retired = []
         model._ensure_alive()
         if model.vocab_only:
             raise ContextCreationError("the model was loaded with vocab_only=True: it has no weights to run")
@@ -296,7 +297,13 @@ cdef class LlamaContext(ViewOwner):
                 _tp_free(tp)
                 raise MemoryError("ggml_threadpool_new failed")
         c.llama_attach_threadpool(self.ptr, tp, tp_batch)
-        self._free_threadpools()
+        # The CPU backend still points at the pools it ran last, and pauses them when the
+        # next decode switches (AddressSanitizer caught that read after a free): retire
+        # them until the context goes instead of freeing them now.
+        if self._tp_batch != NULL and self._tp_batch != self._tp:
+            self._retired.append(<size_t>self._tp_batch)
+        if self._tp != NULL:
+            self._retired.append(<size_t>self._tp)
         self._tp, self._tp_batch = tp, tp_batch
         return 0
 
@@ -306,6 +313,10 @@ cdef class LlamaContext(ViewOwner):
         if self._tp != NULL:
             _tp_free(self._tp)
         self._tp = self._tp_batch = NULL
+        if self._retired:
+            for address in self._retired:
+                _tp_free(<ggml_threadpool_t><size_t>address)
+        self._retired = []
 
     cdef void _view_released(self) noexcept:
         if self._closed and self._n_views == 0:
