@@ -19,14 +19,15 @@ export LLAMA_CY_CMAKE_ARGS="-DLLAMA_SANITIZE_ADDRESS=ON -DLLAMA_SANITIZE_UNDEFIN
 "$venv/bin/pip" install --no-build-isolation ".[test]" -Cbuild-dir=build/asan \
   -Csetup-args=-Db_sanitize=address,undefined -Csetup-args=-Db_lundef=false
 preload="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$(g++ -print-file-name=libstdc++.so)"
-tests=(tests/test_hazards.py tests/test_batch.py tests/test_context.py tests/test_sampler.py tests/test_model.py)
+tests=(tests/test_hazards.py tests/test_batch.py tests/test_context.py tests/test_sampler.py
+       tests/test_model.py tests/test_gguf_fuzz.py)
 reports="$PWD/build/sanitizer-reports"
 rm -rf "$reports" && mkdir -p "$reports"
 cd /tmp  # import the installed package, not the source folder
 status=0
 LD_PRELOAD="$preload" \
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:handle_segv=1:log_path=$reports/asan" \
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan:suppressions=$OLDPWD/tools/ubsan-suppressions.txt" \
 LLAMA_CY_SANITIZED=1 \
   "$OLDPWD/$venv/bin/python" -m pytest -x "${@}" "${tests[@]/#/$OLDPWD/}" || status=$?
 # A report ends the process under pytest's output capture: show it here.
