@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from serving import Server
 
 import llama_cy as lc
+from llama_cy.server import schema
 
 MESSAGES = [{"role": "user", "content": "Say hi"}]
 
@@ -174,89 +175,71 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
-SAMPLING_FIELDS = [
-    "temperature",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typical_p",
-    "repeat_penalty",
-    "frequency_penalty",
-    "presence_penalty",
-    "penalty_last_n",
-    "repeat_last_n",
-    "seed",
-    "stop",
-    "logit_bias",
-    "grammar",
-    "mirostat",
-    "mirostat_mode",
-    "mirostat_tau",
-    "mirostat_eta",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "xtc_probability",
-    "xtc_threshold",
-    "top_n_sigma",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "max_tokens",
-    "n_predict",
-    "n_probs",
-    "logprobs",
-    "top_logprobs",
-    "echo",
-    "suffix",
-    "stream",
-    "cache_prompt",
-    "model",
-    "n",
-    "json_schema",
-    "response_format",
-    "tools",
-    "tool_choice",
-]
+# Values of one JSON type: edge numbers included, for fields of that declared type.
+_BY_TYPE: dict[type, st.SearchStrategy[Any]] = {
+    int: st.integers(-1, 64) | st.sampled_from([-(2**31), 2**31 - 1, 2**32, 2**64]),
+    float: st.floats(-2.0, 4.0) | st.sampled_from([0.0, -1e30, 1e30, 5e-324]),
+    str: st.text(max_size=20),
+    bool: st.booleans(),
+    list: st.lists(json_scalars, max_size=4),
+    dict: st.dictionaries(st.text(max_size=8), json_scalars, max_size=3),
+    type(None): st.none(),
+}
+
+
+def typed(types: tuple[type, ...]) -> st.SearchStrategy[Any]:
+    """A value of one of a field's declared JSON types (``schema``'s tables), or, one
+    time in four, any JSON at all."""
+    kinds = [int, float] if float in types else [t for t in types if t in _BY_TYPE]
+    return st.one_of(*(_BY_TYPE[t] for t in kinds), json_values)
+
+
 messages = st.lists(
     st.fixed_dictionaries(
         {
-            "role": st.sampled_from(["user", "system", "assistant", "tool", "x"]),
-            "content": st.text(max_size=30) | json_values,
+            "role": st.sampled_from(["user", "user", "system", "assistant", "tool", "x"]),
+            "content": st.text(max_size=30) | st.text(max_size=30) | json_values,
         }
     ),
+    min_size=1,
     max_size=3,
 )
-ENDPOINTS: dict[str, tuple[dict[str, st.SearchStrategy[Any]], list[str]]] = {
+#: endpoint -> (its required fields' strategies, its field table from ``schema``)
+ENDPOINTS: dict[str, tuple[dict[str, st.SearchStrategy[Any]], Mapping[str, tuple[type, ...]]]] = {
     "/v1/completions": (
         {"prompt": st.text(max_size=40) | st.lists(st.integers(-5, 300000), max_size=8)},
-        SAMPLING_FIELDS,
+        schema.COMPLETION,
     ),
-    "/v1/chat/completions": ({"messages": messages | json_values}, SAMPLING_FIELDS),
-    "/completion": ({"prompt": st.text(max_size=40) | json_values}, SAMPLING_FIELDS),
+    "/v1/chat/completions": ({"messages": messages | json_values}, schema.CHAT),
+    "/completion": ({"prompt": st.text(max_size=40) | json_values}, schema.NATIVE_COMPLETION),
     "/tokenize": (
         {"content": st.text(max_size=40) | json_values},
-        ["add_special", "parse_special", "with_pieces"],
+        {"add_special": (bool,), "parse_special": (bool,), "with_pieces": (bool,)},
     ),
     "/detokenize": (
         {"tokens": st.lists(st.integers(-(2**40), 2**40), max_size=8) | json_values},
-        [],
+        {},
     ),
-    "/apply-template": ({"messages": messages | json_values}, []),
+    "/apply-template": ({"messages": messages | json_values}, {}),
 }
-EMBEDDING_ENDPOINTS: dict[str, tuple[dict[str, st.SearchStrategy[Any]], list[str]]] = {
-    "/v1/embeddings": ({"input": st.text(max_size=40) | json_values}, ["encoding_format", "model"]),
+EMBEDDING_ENDPOINTS: dict[
+    str, tuple[dict[str, st.SearchStrategy[Any]], Mapping[str, tuple[type, ...]]]
+] = {
+    "/v1/embeddings": ({"input": st.text(max_size=40) | json_values}, schema.EMBEDDINGS),
 }
 
 
 def bodies(path: str) -> st.SearchStrategy[Any]:
-    """Mostly the endpoint's own fields (required ones, then up to four others, scalar
-    values more often than not), sometimes any JSON at all."""
-    required, optional = {**ENDPOINTS, **EMBEDDING_ENDPOINTS}[path]
+    """Mostly the endpoint's own fields (the required ones, then up to four others with
+    values of their declared types), sometimes any JSON at all."""
+    required, table = {**ENDPOINTS, **EMBEDDING_ENDPOINTS}[path]
     known = st.fixed_dictionaries(required)
+    optional = sorted(set(table) - set(required))
     if optional:
-        extra = st.dictionaries(st.sampled_from(optional), json_scalars | json_values, max_size=4)
-        known = st.builds(lambda a, b: {**b, **a}, known, extra)
+        extra = st.sampled_from(optional).flatmap(
+            lambda name: st.tuples(st.just(name), typed(table[name]))
+        )
+        known = st.builds(lambda a, b: {**dict(b), **a}, known, st.lists(extra, max_size=4))
     return st.one_of(known, known, known, json_values)
 
 
