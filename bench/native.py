@@ -25,9 +25,8 @@ _ENABLE = {
 }
 
 
-def build_tools(build: Path) -> dict[str, Path]:
-    """Configure (once) and build llama-bench, llama-batched-bench and llama-server."""
-    args = [_ENABLE.get(a, a) for a in CMAKE_ARGS]
+def _build(build: Path, args: list[str], targets: list[str]) -> None:
+    """Configure ``build`` (again only when ``args`` change) and build ``targets``."""
     stamp = build / "bench-cmake-args.txt"
     if not (stamp.is_file() and stamp.read_text() == "\n".join(args)):
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
@@ -47,8 +46,13 @@ def build_tools(build: Path) -> dict[str, Path]:
         stamp.write_text("\n".join(args))
     jobs = str(os.cpu_count() or 2)
     subprocess.run(
-        ["cmake", "--build", str(build), "--parallel", jobs, "--target", *TOOLS], check=True
+        ["cmake", "--build", str(build), "--parallel", jobs, "--target", *targets], check=True
     )
+
+
+def build_tools(build: Path) -> dict[str, Path]:
+    """Configure (once) and build llama-bench, llama-batched-bench and llama-server."""
+    _build(build, [_ENABLE.get(a, a) for a in CMAKE_ARGS], list(TOOLS))
     return {t: build / "bin" / t for t in TOOLS}
 
 
@@ -60,31 +64,9 @@ def build_simple(build: Path) -> Path:
     for what llama.cpp's default build pays with more threads than CPUs. It always runs
     GGML_DEFAULT_N_THREADS (4) threads.
     """
-    args = [a for a in CMAKE_ARGS if not a.startswith("-DGGML_OPENMP=")]
-    args = [_ENABLE.get(a, a) for a in args]
+    args = [_ENABLE.get(a, a) for a in CMAKE_ARGS if not a.startswith("-DGGML_OPENMP=")]
     args = [a.replace("-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_EXAMPLES=ON") for a in args]
-    stamp = build / "simple-cmake-args.txt"
-    if not (stamp.is_file() and stamp.read_text() == "\n".join(args)):
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        subprocess.run(
-            [
-                "cmake",
-                "-S",
-                str(SOURCE),
-                "-B",
-                str(build),
-                *generator,
-                "-DCMAKE_BUILD_TYPE=Release",
-                *args,
-            ],
-            check=True,
-        )
-        stamp.write_text("\n".join(args))
-    jobs = str(os.cpu_count() or 2)
-    subprocess.run(
-        ["cmake", "--build", str(build), "--parallel", jobs, "--target", "llama-simple"],
-        check=True,
-    )
+    _build(build, args, ["llama-simple"])
     return build / "bin" / "llama-simple"
 
 
