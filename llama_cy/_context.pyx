@@ -115,8 +115,9 @@ cdef int _check_threads(str name, n) except -1:
     (this package builds it without OpenMP) waits at every graph node in a spin barrier:
     with more threads than CPUs a waiting thread spins away the time slice the thread it
     waits for needs (llama.cpp's default build uses OpenMP, whose barrier sleeps).
-    Measured on 2 vCPUs with Gemma 3 270M: 0.2 tokens/s with 4 threads, 60 with 2. The
-    extra threads could only wait, so they are not started; the log says so.
+    Measured on 2 vCPUs (busy with a build) with Gemma 3 270M: 0.2 tokens/s with 4
+    threads; capped to 2, 56-72 tokens/s. The extra threads could only wait, so they are
+    not started; the log says so.
     """
     if not 1 <= n <= GGML_MAX_N_THREADS:
         raise ValueError(f"{name} must be in [1, {GGML_MAX_N_THREADS}], got {n}")

@@ -38,45 +38,37 @@ cdef extern from *:
         std::fflush(stderr);
     }
 
-    static llama_model *llama_cy_load_model(const char **paths, size_t n, llama_model_params params) {
-        llama_model *model = nullptr;
+    // Runs call() with this thread's asserts thrown; what ended it (an assert, or a
+    // C++ exception llama.cpp let through) is kept for last_abort().
+    template <class T, class F> static T *llama_cy_guarded(F call) {
+        T *result = nullptr;
         llama_cy_guard_message[0] = '\\0';
         ++llama_cy_guard_depth;
         try {
-            model = n == 1 ? llama_model_load_from_file(paths[0], params)
-                           : llama_model_load_from_splits(paths, n, params);
+            result = call();
         } catch (const std::exception &e) {
             std::snprintf(llama_cy_guard_message, sizeof llama_cy_guard_message, "%s", e.what());
         }
         --llama_cy_guard_depth;
-        return model;
+        return result;
+    }
+
+    static llama_model *llama_cy_load_model(const char **paths, size_t n, llama_model_params params) {
+        return llama_cy_guarded<llama_model>([&] {
+            return n == 1 ? llama_model_load_from_file(paths[0], params)
+                          : llama_model_load_from_splits(paths, n, params);
+        });
     }
 
     static llama_model *llama_cy_init_from_user(gguf_context *meta,
             llama_model_set_tensor_data_t set_data, void *ud, llama_model_params params) {
-        llama_model *model = nullptr;
-        llama_cy_guard_message[0] = '\0';
-        ++llama_cy_guard_depth;
-        try {
-            model = llama_model_init_from_user(meta, set_data, ud, params);
-        } catch (const std::exception &e) {
-            std::snprintf(llama_cy_guard_message, sizeof llama_cy_guard_message, "%s", e.what());
-        }
-        --llama_cy_guard_depth;
-        return model;
+        return llama_cy_guarded<llama_model>(
+            [&] { return llama_model_init_from_user(meta, set_data, ud, params); });
     }
 
     static llama_context *llama_cy_init_context(llama_model *model, llama_context_params params) {
-        llama_context *ctx = nullptr;
-        llama_cy_guard_message[0] = '\\0';
-        ++llama_cy_guard_depth;
-        try {
-            ctx = llama_init_from_model(model, params);
-        } catch (const std::exception &e) {
-            std::snprintf(llama_cy_guard_message, sizeof llama_cy_guard_message, "%s", e.what());
-        }
-        --llama_cy_guard_depth;
-        return ctx;
+        return llama_cy_guarded<llama_context>(
+            [&] { return llama_init_from_model(model, params); });
     }
     """
     void llama_cy_on_abort(const char *message) noexcept

@@ -19,14 +19,13 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import IO
 
 import gguf
 import numpy as np
 import pytest
-from tiny_model import write_tiny_llama
+from tiny_model import file_offset, scalar_offset, write_tiny_llama
 
 import llama_cy.errors
 
@@ -55,16 +54,6 @@ def fuzz_base(model_cache: Path, llama_cpp_source: Path) -> Path:
     return path
 
 
-def _offset(reader: gguf.GGUFReader, part: np.ndarray) -> int:
-    return int(part.__array_interface__["data"][0] - reader.data.__array_interface__["data"][0])
-
-
-def _scalar(reader: gguf.GGUFReader, key: str) -> tuple[int, np.dtype]:
-    field = reader.fields[key]
-    part = field.parts[field.data[0]]
-    return _offset(reader, part), part.dtype
-
-
 def _patch(offset: int, dtype: np.dtype, value: float) -> list[object]:
     return [offset, np.array([value], dtype=dtype).tobytes().hex()]
 
@@ -76,8 +65,10 @@ def specs_for(path: Path) -> list[Spec]:
     size = path.stat().st_size
     specs: list[Spec] = []
 
-    def add(desc: str, patches: list[list[object]] = (), truncate: int | None = None) -> None:  # type: ignore[assignment]
-        specs.append({"desc": desc, "patches": list(patches), "truncate": truncate})
+    def add(
+        desc: str, patches: list[list[object]] | None = None, truncate: int | None = None
+    ) -> None:
+        specs.append({"desc": desc, "patches": patches or [], "truncate": truncate})
 
     # Header: version, tensor count, KV count.
     for value in (0, 1, 2, 4, 2**32 - 1):
@@ -92,15 +83,15 @@ def specs_for(path: Path) -> list[Spec]:
         if key.startswith("GGUF.") or len(field.types) != 1:
             continue
         if field.types[0] == gguf.GGUFValueType.UINT32:
-            offset, dtype = _scalar(reader, key)
+            offset, dtype = scalar_offset(reader, key)
             for value in hostile_u32:
                 add(f"{key}={value}", [_patch(offset, dtype, value)])
         elif field.types[0] == gguf.GGUFValueType.FLOAT32:
-            offset, dtype = _scalar(reader, key)
+            offset, dtype = scalar_offset(reader, key)
             for eps in (-1.0, float("nan"), float("inf"), 0.0, 1e30):
                 add(f"{key}={eps}", [_patch(offset, dtype, eps)])
         elif field.types[0] == gguf.GGUFValueType.STRING:
-            offset, _ = _scalar(reader, key)
+            offset, _ = scalar_offset(reader, key)
             n = len(field.parts[field.data[0]])
             add(f"{key} -> x*{n}", [[offset, (b"x" * n).hex()]])
             # The string's length prefix, just before its bytes.
@@ -110,7 +101,7 @@ def specs_for(path: Path) -> list[Spec]:
     # the first element, after the element type.
     for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
         field = reader.fields[key]
-        count_offset = _offset(reader, field.parts[field.data[0]]) - 8
+        count_offset = file_offset(reader, field.parts[field.data[0]]) - 8
         if field.types[1] == gguf.GGUFValueType.STRING:
             count_offset -= 8  # the first string's own length prefix
         for value in (0, 1, 31999, 32001, 2**40):
@@ -126,8 +117,8 @@ def specs_for(path: Path) -> list[Spec]:
         ):
             for value in values:
                 add(
-                    f"{tensor.name} {part.dtype}@{_offset(reader, part)}={value}",
-                    [_patch(_offset(reader, part), part.dtype, value)],
+                    f"{tensor.name} {part.dtype}@{file_offset(reader, part)}={value}",
+                    [_patch(file_offset(reader, part), part.dtype, value)],
                 )
     # Truncations.
     for cut in (0, 3, 8, 20, 100, data_start - 1, data_start, data_start + 1, size // 2, size - 1):
@@ -203,7 +194,6 @@ def run_all(base: Path, specs: list[Spec], workdir: Path) -> tuple[dict[int, str
 
 def test_mutated_models_load_or_raise(fuzz_base: Path, tmp_path: Path) -> None:
     specs = specs_for(fuzz_base)
-    t0 = time.monotonic()
     outcomes, failures = run_all(fuzz_base, specs, tmp_path)
     assert not failures, "\n".join(failures)
     assert len(outcomes) == len(specs)
@@ -213,4 +203,3 @@ def test_mutated_models_load_or_raise(fuzz_base: Path, tmp_path: Path) -> None:
     kinds = set(outcomes.values())
     assert "ok" in kinds
     assert "ModelLoadError" in kinds
-    assert time.monotonic() - t0 < 110

@@ -12,6 +12,7 @@ import gguf
 import numpy as np
 import pytest
 from child import run_python
+from tiny_model import scalar_offset
 
 PRELUDE = '''
 import sys, threading, time
@@ -328,6 +329,9 @@ for kv in ({"llama.block_count": 0}, {"llama.block_count": 100000},
            {"llama.expert_count": 5000}):
     expect(ModelLoadError, lc.LlamaModel.load, sys.argv[1], kv_overrides=kv)
     expect(ModelLoadError, lc.Llama, sys.argv[1], kv_overrides=kv)
+# The loader's own assert, caught by the guard, is named in the error.
+expect(ModelLoadError, lc.LlamaModel.load, sys.argv[1], kv_overrides={"llama.block_count": 0},
+       match="GGML_ASSERT(hparams.n_layer_all > 0")
 """,
         tiny_model_path,
     )
@@ -335,12 +339,9 @@ for kv in ({"llama.block_count": 0}, {"llama.block_count": 100000},
 
 def _patched(src: Path, dst: Path, key: str, value: float) -> Path:
     """A copy of ``src`` with the scalar ``key`` set to ``value`` (same GGUF type)."""
-    reader = gguf.GGUFReader(src)
-    field = reader.fields[key]
-    part = field.parts[field.data[0]]
-    offset = part.__array_interface__["data"][0] - reader.data.__array_interface__["data"][0]
+    offset, dtype = scalar_offset(gguf.GGUFReader(src), key)
     data = bytearray(src.read_bytes())
-    raw = np.array([value], dtype=part.dtype).tobytes()
+    raw = np.array([value], dtype=dtype).tobytes()
     data[offset : offset + len(raw)] = raw
     dst.write_bytes(data)
     return dst

@@ -55,7 +55,7 @@ def assert_serves(server: Server) -> None:
     server.wait_idle(5)
 
 
-def test_hostile_sampler_settings(server: Server, gemma_path: Path) -> None:
+def test_hostile_sampler_settings(server: Server) -> None:
     huge = 2**31 - 1
     for body in (
         {"prompt": "hi", "repeat_penalty": 1.1, "repeat_last_n": huge},

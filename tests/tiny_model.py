@@ -8,6 +8,7 @@ merges, special ids) is copied from one of llama.cpp's own ``models/ggml-vocab-*
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -89,3 +90,15 @@ def write_tiny_llama(
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def file_offset(reader: gguf.GGUFReader, part: npt.NDArray[Any]) -> int:
+    """Where ``part`` (one of a GGUFReader field's parts) lies in the file."""
+    return int(part.__array_interface__["data"][0] - reader.data.__array_interface__["data"][0])
+
+
+def scalar_offset(reader: gguf.GGUFReader, key: str) -> tuple[int, np.dtype[Any]]:
+    """Offset and type of the value of the scalar (or the bytes of the string) ``key``."""
+    field = reader.fields[key]
+    part = field.parts[field.data[0]]
+    return file_offset(reader, part), part.dtype

@@ -32,6 +32,8 @@ LLAMA_CY_SANITIZED=1 \
   "$OLDPWD/$venv/bin/python" -m pytest -x "${@}" "${tests[@]/#/$OLDPWD/}" || status=$?
 # A report ends the process under pytest's output capture: show it here.
 if compgen -G "$reports/*" > /dev/null; then
-  echo "sanitizer reports:" && cat "$reports"/* && status=${status/#0/1}
+  echo "sanitizer reports:"
+  cat "$reports"/*
+  if [ "$status" -eq 0 ]; then status=1; fi
 fi
 exit "$status"
