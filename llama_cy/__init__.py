@@ -25,7 +25,7 @@ from llama_cy._backend import (
 )
 
 # isort: split
-from llama_cy import errors
+from llama_cy import _build_config, errors
 from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
@@ -39,7 +39,7 @@ from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogpr
 from llama_cy.llama import Llama
 from llama_cy.sampling import LlamaGrammar, SamplingParams
 
-__version__ = "0.1.0"
+__version__ = _build_config.VERSION  # meson.build's project version, the one place
 
 __all__ = [
     "CANDIDATE_DTYPE",

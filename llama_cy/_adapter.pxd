@@ -8,4 +8,4 @@ cdef class LoraAdapter(Handle):
     cdef readonly LlamaModel model
     cdef readonly object path
 
-    cdef void _free(self) noexcept
+    cdef void _dispose(self) noexcept

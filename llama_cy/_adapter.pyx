@@ -33,12 +33,9 @@ cdef class LoraAdapter(Handle):
     its model alive; ``close()`` frees it once no context uses it any more.
     """
 
-    def __cinit__(self):
+    def __cinit__(self, LlamaModel model not None, path):
+        # Allocated here, not in __init__, so that calling __init__ again cannot leak.
         self.ptr = NULL
-
-    def __init__(self, LlamaModel model not None, path):
-        if not self._closed:
-            raise RuntimeError("LoraAdapter is already initialised")
         model._ensure_alive()
         if not os.path.isfile(path):
             raise ModelLoadError(f"LoRA adapter file not found: {os.fspath(path)!r}")
@@ -55,14 +52,11 @@ cdef class LoraAdapter(Handle):
         self._closed = False
 
     def __dealloc__(self):
-        if self.ptr != NULL:
-            c.llama_adapter_lora_free(self.ptr)
-            self.ptr = NULL
-            self.model._release()
+        self._dispose()
 
-    cdef void _free(self) noexcept:
-        self._closed = True
-        if self.ptr != NULL and self._n_users == 0:
+    cdef void _dispose(self) noexcept:
+        # Contexts using the adapter are users: close() gets here after them.
+        if self.ptr != NULL:
             c.llama_adapter_lora_free(self.ptr)
             self.ptr = NULL
             self.model._release()

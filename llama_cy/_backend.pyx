@@ -26,7 +26,10 @@ from llama_cy._c.ggml_backend cimport (
 from llama_cy._c.ggml_cpu cimport ggml_numa_strategy
 from llama_cy._c cimport llama as c
 
-LLAMA_CPP_BUILD = "b11434"
+from llama_cy import _build_config
+
+#: The llama.cpp build this package was built from (tools/fetch_llama_cpp.py states it).
+LLAMA_CPP_BUILD = _build_config.LLAMA_CPP_BUILD
 
 logger = logging.getLogger("llama_cy")
 if logger.level == logging.NOTSET:

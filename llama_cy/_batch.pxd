@@ -12,5 +12,5 @@ cdef class LlamaBatch(ViewOwner):
     cdef bint _allocated
 
     cdef int _count_outputs(self) noexcept nogil
-    cdef void _free(self) noexcept
+    cdef void _dispose(self) noexcept
     cdef int _set_seq_ids(self, int32_t i, seq_ids) except -1

@@ -36,19 +36,13 @@ cdef class LlamaBatch(ViewOwner):
         self.embd = embd
 
     def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        # A decode on another thread (a user) or a live view delays this past close().
         if self._allocated:
             _batch_free(&self.batch)
-
-    cdef void _free(self) noexcept:
-        self._closed = True
-        # A decode on another thread (a user) or a live view still reads the arrays.
-        if self._allocated and self._n_views == 0 and self._n_users == 0:
-            _batch_free(&self.batch)
             self._allocated = False
-
-    cdef void _view_released(self) noexcept:
-        if self._closed:
-            self._free()
 
     cdef int _count_outputs(self) noexcept nogil:
         cdef int32_t i, n = 0

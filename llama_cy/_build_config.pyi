@@ -2,3 +2,5 @@
 
 CMAKE_ARGS: list[str]
 GPU: str
+LLAMA_CPP_BUILD: str
+VERSION: str

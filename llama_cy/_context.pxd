@@ -39,7 +39,7 @@ cdef class LlamaContext(ViewOwner):
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
     cdef int _lock_acquire(self) except -1
     cdef void _lock_release(self) noexcept
-    cdef void _free(self) noexcept
+    cdef void _dispose(self) noexcept
     cdef _run(self, LlamaBatch batch, bint encoder)
     cdef int _apply_loras(self, dict loras) except -1
     cdef void _release_loras(self) noexcept

@@ -39,7 +39,7 @@ from llama_cy._view cimport ViewOwner, array_view
 
 from llama_cy.errors import (
     BusyError, ClosedError, ContextCreationError, EncodeError, InvalidBatchError, LlamaError,
-    StateError, decode_error,
+    StateError, call_error, decode_error,
 )
 from llama_cy.perf import ContextPerf
 
@@ -250,26 +250,19 @@ cdef class LlamaContext(ViewOwner):
         self._output_capacity = self.n_seq_max
 
     def __dealloc__(self):
+        self._dispose()
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    cdef void _dispose(self) noexcept:
+        # A thread holding the lock (a decode) is a user: close() gets here after it.
         if self.ptr != NULL:
             c.llama_free(self.ptr)
             self.ptr = NULL
             self.model._release()
             self._release_loras()
         self._free_threadpools()
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
-            self._lock = NULL
-
-    cdef void _free(self) noexcept:
-        self._closed = True
-        # A thread holding the lock (a decode) is a user: the last user frees.
-        if self.ptr == NULL or self._n_views > 0 or self._n_users > 0:
-            return
-        c.llama_free(self.ptr)
-        self.ptr = NULL
-        self._free_threadpools()
-        self.model._release()
-        self._release_loras()
 
     cdef void _release_loras(self) noexcept:
         cdef LoraAdapter a
@@ -318,10 +311,6 @@ cdef class LlamaContext(ViewOwner):
             for address in self._retired:
                 _tp_free(<ggml_threadpool_t><size_t>address)
         self._retired = []
-
-    cdef void _view_released(self) noexcept:
-        if self._closed and self._n_views == 0:
-            self._free()
 
     cdef int _lock_acquire(self) except -1:
         """Take the context for this thread; its holder counts as a user (see Handle)."""
@@ -830,7 +819,7 @@ cdef class LlamaContext(ViewOwner):
             free(ptrs)
             free(scales)
         if rc != 0:
-            raise LlamaError(f"llama_set_adapters_lora failed with code {rc}")
+            raise call_error(rc, "llama_set_adapters_lora")
         for a in loras:
             if a not in self._loras:
                 a._acquire()
@@ -858,7 +847,7 @@ cdef class LlamaContext(ViewOwner):
         rc = c.llama_set_adapter_cvec(self.ptr, &d[0, 0], d.shape[0] * d.shape[1], d.shape[1], il_start, end)
         self._lock_release()
         if rc != 0:
-            raise LlamaError(f"llama_set_adapter_cvec failed with code {rc}")
+            raise call_error(rc, "llama_set_adapter_cvec")
 
     def clear_control_vector(self):
         """Remove the control vector."""

@@ -11,3 +11,7 @@ cdef class Handle:
     cdef void _acquire(self) noexcept
     cdef void _release(self) noexcept
     cdef void _free(self) noexcept
+    # The one release path: close() (through _free, once nothing uses the memory) and
+    # __dealloc__ both free the C object here; idempotent.
+    cdef void _dispose(self) noexcept
+    cdef bint _in_use(self) noexcept

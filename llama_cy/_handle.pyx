@@ -38,7 +38,17 @@ cdef class Handle:
             self._free()
 
     cdef void _free(self) noexcept:
+        """``close()``: refuse new calls now; free the memory now, or when the last user
+        (or view) leaves."""
         self._closed = True
+        if not self._in_use():
+            self._dispose()
+
+    cdef bint _in_use(self) noexcept:
+        return self._n_users > 0
+
+    cdef void _dispose(self) noexcept:
+        pass
 
     def close(self):
         """Release the C object (deferred while something still uses its memory)."""

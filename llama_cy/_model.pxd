@@ -14,7 +14,7 @@ cdef class LlamaModel(Handle):
     cdef dict _overrides
 
     cdef int _check_token(self, llama_token token) except -1
-    cdef void _free(self) noexcept
+    cdef void _dispose(self) noexcept
     cdef int32_t[::1] _token_array(self, tokens)
 
     @staticmethod

@@ -134,21 +134,11 @@ cdef c.llama_model_params _model_params(
     return p
 
 
-def _with_rpc(devices, rpc_servers):
-    """``devices`` plus the RPC servers' devices (all local GPUs too, if ``devices`` is
-    None, as llama.cpp's tools do with --rpc)."""
+def _rpc_devices(devices, rpc_servers):
     if not rpc_servers:
         return devices
-    from llama_cy._backend import devices as all_devices
-    from llama_cy._rpc import rpc_devices
-
-    if isinstance(rpc_servers, str):
-        rpc_servers = [s.strip() for s in rpc_servers.split(",") if s.strip()]
-    remote = rpc_devices(rpc_servers)
-    if devices is None:
-        devices = [d for d in all_devices() if d.type in ("gpu", "igpu")
-                   and not d.backend.startswith("RPC")]
-    return list(devices) + remote
+    from llama_cy._rpc import with_rpc_devices
+    return with_rpc_devices(devices, rpc_servers)
 
 
 cdef class _LoadBuffers:
@@ -377,13 +367,11 @@ cdef class LlamaModel(Handle):
         raise TypeError("use LlamaModel.load(path, ...) or LlamaModel.from_metadata(...)")
 
     def __dealloc__(self):
-        if self.ptr != NULL:
-            c.llama_model_free(self.ptr)
-            self.ptr = NULL
+        self._dispose()
 
-    cdef void _free(self) noexcept:
-        self._closed = True
-        if self.ptr != NULL and self._n_users == 0:
+    cdef void _dispose(self) noexcept:
+        # Contexts and adapters on the model are users: close() gets here after them.
+        if self.ptr != NULL:
             c.llama_model_free(self.ptr)
             self.ptr = NULL
             self.vocab = NULL
@@ -422,7 +410,7 @@ cdef class LlamaModel(Handle):
         """
         return _load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, _with_rpc(devices, rpc_servers), progress, use_extra_bufts)
+                     kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts)
 
     @staticmethod
     def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
@@ -435,7 +423,7 @@ cdef class LlamaModel(Handle):
             raise ValueError("load_splits needs at least one path")
         return _load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, _with_rpc(devices, rpc_servers), progress)
+                     kv_overrides, _rpc_devices(devices, rpc_servers), progress)
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,

@@ -8,7 +8,7 @@ from libc.stdint cimport uint32_t
 cimport llama_cy._c.llama as c
 
 from llama_cy._backend import default_n_threads
-from llama_cy.errors import ModelLoadError
+from llama_cy.errors import ModelLoadError, quantize_error
 
 # llama-quantize's names for the file types (the C enum names without their prefix).
 cdef dict _FTYPES = {
@@ -55,5 +55,4 @@ def quantize(path_in, path_out, str ftype="Q4_K_M", n_threads=None, *,
     with nogil:
         rc = c.llama_model_quantize(cin, cout, &p)
     if rc != 0:
-        raise ModelLoadError(
-            f"llama_model_quantize failed on {os.fsdecode(src)!r} (see the 'llama_cy' log)")
+        raise quantize_error(rc, os.fsdecode(src))

@@ -85,6 +85,22 @@ def rpc_devices(servers):
     return out
 
 
+def with_rpc_devices(devices, rpc_servers):
+    """``devices`` plus the RPC servers' devices (all local GPUs too, if ``devices`` is
+    None, as llama.cpp's tools do with --rpc)."""
+    if not rpc_servers:
+        return devices
+    from llama_cy._backend import devices as all_devices
+
+    if isinstance(rpc_servers, str):
+        rpc_servers = [s.strip() for s in rpc_servers.split(",") if s.strip()]
+    remote = rpc_devices(rpc_servers)
+    if devices is None:
+        devices = [d for d in all_devices() if d.type in ("gpu", "igpu")
+                   and not d.backend.startswith("RPC")]
+    return list(devices) + remote
+
+
 def rpc_start_server(str endpoint, devices, size_t n_threads, cache_dir=None):
     """Serve ``devices`` to RPC clients at ``endpoint`` until the process ends (blocks,
     GIL released). Anyone who reaches the port can use the devices: there is no

@@ -26,4 +26,4 @@ cdef class LlamaSampler(Handle):
     cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
                              LlamaSampler grammar) except -1
     cdef int _check_token(self, llama_token token) except -1
-    cdef void _free(self) noexcept
+    cdef void _dispose(self) noexcept

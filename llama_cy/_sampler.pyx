@@ -215,16 +215,13 @@ cdef class LlamaSampler(Handle):
         raise TypeError("use a constructor such as LlamaSampler.greedy() or LlamaSampler.chain([...])")
 
     def __dealloc__(self):
-        if self.ptr != NULL:
-            c.llama_sampler_free(self.ptr)
+        self._dispose()
         free(self._cur)
+        self._cur = NULL
 
-    cdef void _free(self) noexcept:
-        self._closed = True
+    cdef void _dispose(self) noexcept:
         # A sample() in progress (a Python sampler closing its own chain, another
-        # thread) is a user: the last user frees.
-        if self._n_users > 0:
-            return
+        # thread) is a user: close() gets here after it.
         self._python = []
         if self.ptr != NULL:
             c.llama_sampler_free(self.ptr)

@@ -9,6 +9,7 @@ cdef class ViewOwner(Handle):
     """
     cdef int _n_views
     cdef void _view_released(self) noexcept
+    cdef bint _in_use(self) noexcept
 
 
 cdef object array_view(ViewOwner owner, void *data, const char *fmt, Py_ssize_t itemsize,

@@ -12,8 +12,12 @@ cdef class ViewOwner(Handle):
     def __cinit__(self):
         self._n_views = 0
 
+    cdef bint _in_use(self) noexcept:
+        return self._n_users > 0 or self._n_views > 0
+
     cdef void _view_released(self) noexcept:
-        pass
+        if self._closed and not self._in_use():
+            self._dispose()
 
 
 @cython.no_gc_clear  # __dealloc__ tells its owner

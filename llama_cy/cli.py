@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from llama_cy.settings import SAMPLING_SETTINGS
+
 __all__ = ["main"]
 
 _NO_MODEL = (
@@ -91,22 +93,7 @@ def _add_sampling(p: argparse.ArgumentParser, n_predict: int) -> None:
         help="tokens to generate (-1: until the end)",
     )
     g.add_argument("-s", "--seed", type=int, default=-1, help="sampling seed (-1: random)")
-    g.add_argument("--temp", type=float, default=0.8, help="temperature (0: greedy)")
-    g.add_argument("--top-k", type=int, default=40)
-    g.add_argument("--top-p", type=float, default=0.95)
-    g.add_argument("--min-p", type=float, default=0.05)
-    g.add_argument("--typical", type=float, default=1.0, help="locally typical sampling p")
-    g.add_argument("--repeat-penalty", type=float, default=1.0)
-    g.add_argument("--repeat-last-n", type=int, default=64)
-    g.add_argument("--presence-penalty", type=float, default=0.0)
-    g.add_argument("--frequency-penalty", type=float, default=0.0)
-    g.add_argument("--dry-multiplier", type=float, default=0.0)
-    g.add_argument("--xtc-probability", type=float, default=0.0)
-    g.add_argument("--xtc-threshold", type=float, default=0.1)
-    g.add_argument("--top-nsigma", type=float, default=-1.0)
-    g.add_argument("--mirostat", type=int, default=0, choices=[0, 1, 2])
-    g.add_argument("--mirostat-lr", type=float, default=0.1, help="mirostat eta")
-    g.add_argument("--mirostat-ent", type=float, default=5.0, help="mirostat tau")
+    _add_sampling_flags(g)
     g.add_argument("--grammar", help="GBNF grammar the output must follow")
     g.add_argument("--grammar-file", help="file with a GBNF grammar")
     g.add_argument("-j", "--json-schema", help="JSON schema the output must follow")
@@ -128,24 +115,27 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
         "max_tokens": args.n_predict if args.n_predict > 0 else None,
         "stop": args.reverse_prompt or None,
         "seed": args.seed if args.seed >= 0 else None,
-        "temperature": args.temp,
-        "top_k": args.top_k,
-        "top_p": args.top_p,
-        "min_p": args.min_p,
-        "typical_p": args.typical,
-        "repeat_penalty": args.repeat_penalty,
-        "penalty_last_n": args.repeat_last_n,
-        "presence_penalty": args.presence_penalty,
-        "frequency_penalty": args.frequency_penalty,
-        "dry_multiplier": args.dry_multiplier,
-        "xtc_probability": args.xtc_probability,
-        "xtc_threshold": args.xtc_threshold,
-        "top_n_sigma": args.top_nsigma,
-        "mirostat_mode": args.mirostat,
-        "mirostat_eta": args.mirostat_lr,
-        "mirostat_tau": args.mirostat_ent,
+        **_sampling_flags(args),
         "grammar": grammar,
     }
+
+
+def _add_sampling_flags(g: Any) -> None:
+    """The flags of :data:`~llama_cy.settings.SAMPLING_SETTINGS`, with llama-server's
+    defaults (None for the repeatable one: the default list)."""
+    for s in SAMPLING_SETTINGS:
+        if s.type is tuple:
+            g.add_argument(s.flag, dest=s.name, action="append", default=None, help=s.help)
+        else:
+            g.add_argument(
+                s.flag, dest=s.name, type=s.type, default=s.default, help=f"{s.help} ({s.default})"
+            )
+
+
+def _sampling_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampling flags' values by Python name (the repeatable ones only if given)."""
+    out = {s.name: getattr(args, s.name) for s in SAMPLING_SETTINGS}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _flash(value: str) -> bool | None:
@@ -299,6 +289,9 @@ def _serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_queue=args.queue_size,
         rpc=args.rpc,
+        context_shift=args.context_shift,
+        keep=args.keep,
+        sampling=_sampling_flags(args),
     )
     print(
         f"llama-cy: serving {settings.model_id} on http://{args.host}:{args.port}", file=sys.stderr
@@ -657,6 +650,16 @@ def _parser() -> argparse.ArgumentParser:
         default=256,
         help="requests that may wait for a slot (more get 503)",
     )
+    p.add_argument(
+        "--context-shift",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="when a slot's context fills, drop half of it and go on (default: stop)",
+    )
+    p.add_argument(
+        "--keep", type=int, default=0, help="tokens after BOS that a context shift keeps"
+    )
+    _add_sampling_flags(p.add_argument_group("default sampling of requests (llama-server's)"))
     p.set_defaults(fn=_serve)
 
     p = sub.add_parser(

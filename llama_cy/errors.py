@@ -21,7 +21,9 @@ __all__ = [
     "LlamaError",
     "ModelLoadError",
     "StateError",
+    "call_error",
     "decode_error",
+    "quantize_error",
 ]
 
 
@@ -112,3 +114,18 @@ def decode_error(code: int, what: str = "llama_decode") -> DecodeError:
         return InvalidBatchError(f"{what}: invalid batch (token, position or seq_id)", code)
     cls = EncodeError if what == "llama_encode" else DecodeError
     return cls(f"{what} failed with code {code}", code)
+
+
+def call_error(code: int, what: str) -> LlamaError:
+    """The exception for a non-zero return code of a ``llama.h`` call that documents no
+    codes of its own (``llama_set_adapters_lora``, ``llama_set_adapter_cvec``): llama.cpp
+    logs the reason, which reaches the ``llama_cy`` logger."""
+    return LlamaError(f"{what} failed with code {code} (see the 'llama_cy' log)")
+
+
+def quantize_error(code: int, path: str) -> ModelLoadError:
+    """The exception for a non-zero return code of ``llama_model_quantize``: it returns
+    1 for any failure (unreadable input, unsupported type, write error) and logs why."""
+    return ModelLoadError(
+        f"llama_model_quantize failed on {path!r} with code {code} (see the 'llama_cy' log)"
+    )

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
 from llama_cy.grammar import json_schema_to_gbnf
+from llama_cy.settings import check, defaults
 
 __all__ = ["LlamaGrammar", "LogitsProcessor", "SamplingParams", "build_sampler"]
 
@@ -57,39 +58,48 @@ class LlamaGrammar:
         return cls(json_schema_to_gbnf(schema))
 
 
+_D = defaults("completion")
+
+
 @dataclass(slots=True)
 class SamplingParams:
-    """Every sampling knob of a completion call; defaults are llama-cpp-python's.
+    """Every sampling knob of a completion call; the defaults are llama-cpp-python's, from
+    :data:`~llama_cy.settings.SAMPLING_SETTINGS`, and out-of-range values raise ValueError.
 
     ``temperature <= 0`` means greedy. ``seed=None`` draws a fresh random seed.
     """
 
-    temperature: float = 0.8
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    typical_p: float = 1.0
-    repeat_penalty: float = 1.0
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
-    penalty_last_n: int = 64
-    dry_multiplier: float = 0.0
-    dry_base: float = 1.75
-    dry_allowed_length: int = 2
-    dry_penalty_last_n: int = -1
-    dry_sequence_breakers: Sequence[str] = ("\n", ":", '"', "*")
-    xtc_probability: float = 0.0
-    xtc_threshold: float = 0.1
-    top_n_sigma: float = -1.0
-    dynatemp_range: float = 0.0
-    dynatemp_exponent: float = 1.0
-    mirostat_mode: int = 0
-    mirostat_tau: float = 5.0
-    mirostat_eta: float = 0.1
+    temperature: float = _D["temperature"]
+    top_k: int = _D["top_k"]
+    top_p: float = _D["top_p"]
+    min_p: float = _D["min_p"]
+    typical_p: float = _D["typical_p"]
+    repeat_penalty: float = _D["repeat_penalty"]
+    frequency_penalty: float = _D["frequency_penalty"]
+    presence_penalty: float = _D["presence_penalty"]
+    penalty_last_n: int = _D["penalty_last_n"]
+    dry_multiplier: float = _D["dry_multiplier"]
+    dry_base: float = _D["dry_base"]
+    dry_allowed_length: int = _D["dry_allowed_length"]
+    dry_penalty_last_n: int = _D["dry_penalty_last_n"]
+    dry_sequence_breakers: Sequence[str] = _D["dry_sequence_breakers"]
+    xtc_probability: float = _D["xtc_probability"]
+    xtc_threshold: float = _D["xtc_threshold"]
+    top_n_sigma: float = _D["top_n_sigma"]
+    dynatemp_range: float = _D["dynatemp_range"]
+    dynatemp_exponent: float = _D["dynatemp_exponent"]
+    mirostat_mode: int = _D["mirostat_mode"]
+    mirostat_tau: float = _D["mirostat_tau"]
+    mirostat_eta: float = _D["mirostat_eta"]
     seed: int | None = None
     logit_bias: Mapping[int, float] | None = None
     grammar: LlamaGrammar | str | None = None
     logits_processor: Sequence[LogitsProcessor] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        check({name: getattr(self, name) for name in _D})
+        if self.seed is not None and not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed must be in [0, 2**32) or None (random), got {self.seed}")
 
     @property
     def uses_history(self) -> bool:

@@ -98,8 +98,17 @@ def gemma_chat_path(gemma_path: Path, model_cache: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gemma_llm(gemma_path: Path) -> Iterator[lc.Llama]:
-    """Gemma 3 270M as a ``Llama`` (2 threads, 1024-token context), once per module."""
-    llm = lc.Llama(gemma_path, n_ctx=1024, n_threads=2)
+def gemma_model(gemma_path: Path) -> Iterator[lc.LlamaModel]:
+    """Gemma 3 270M loaded once per module (closed after it)."""
+    model = lc.LlamaModel.load(gemma_path)
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def gemma_llm(gemma_model: lc.LlamaModel) -> Iterator[lc.Llama]:
+    """A fresh ``Llama`` (2 threads, 1024-token context) over the module's Gemma model for
+    each test: no test sees another's KV cache, seed or state."""
+    llm = lc.Llama.from_model(gemma_model, n_ctx=1024, n_threads=2)
     yield llm
     llm.close()

@@ -81,7 +81,7 @@ def test_the_prompt_is_what_jinja2_renders_from_the_gguf_template(chat_llm: lc.L
         assert chat_llm.apply_chat_template(messages, tools=tools) == expected
     assert "get_weather" in chat_llm.apply_chat_template(MESSAGES[1:2], tools=[WEATHER])
     # The template's BOS text and the tokenizer's BOS make one BOS token, not two.
-    tokens = chat_llm._chat_tokens(chat_llm.apply_chat_template(MESSAGES))
+    tokens = chat_llm.preparer.chat_tokens(chat_llm.apply_chat_template(MESSAGES))
     assert tokens[0] == chat_llm.token_bos()
     assert tokens[1] != chat_llm.token_bos()
 
@@ -115,7 +115,7 @@ def test_chat_completion_greedy_matches_completion_of_the_rendered_prompt(
     message = out["choices"][0]["message"]
     assert message["role"] == "assistant"
     chat_llm.reset()
-    prompt = chat_llm._chat_tokens(chat_llm.apply_chat_template(MESSAGES))
+    prompt = chat_llm.preparer.chat_tokens(chat_llm.apply_chat_template(MESSAGES))
     chat_llm.reset()
     plain = chat_llm.complete(prompt, max_tokens=16, temperature=0)
     assert message["content"] == plain.text

@@ -53,7 +53,6 @@ def test_run_with_the_demo_model_equals_llama(gemma_llm: lc.Llama) -> None:
     prompt = "The capital of France is"
     r = cli("run", "-p", prompt, "-n", "32", "--temp", "0", "-t", "2")
     assert r.returncode == 0, r.stderr
-    gemma_llm.reset()
     want = gemma_llm.create_completion(prompt, max_tokens=32, temperature=0)["choices"][0]["text"]
     assert r.stdout == prompt + want + "\n"
     assert "generation: 32 tokens" in r.stderr

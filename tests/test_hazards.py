@@ -127,8 +127,11 @@ def test_negative_repeat_penalty_under_a_grammar(tiny_model_path: Path) -> None:
     hazard(
         GRAMMAR_SETUP
         + """
-chain, grammar = build_sampler(
-    model, SamplingParams(temperature=0, repeat_penalty=-1.0, grammar=G), n_ctx=128)
+# The settings table refuses it; the building blocks take it, and must not crash.
+expect(ValueError, SamplingParams, temperature=0, repeat_penalty=-1.0)
+from llama_cy import LlamaSampler as S
+chain = S.chain([S.penalties(model.n_vocab, 64, -1.0, 0.0, 0.0), S.greedy()])
+grammar = S.grammar(model, G, "root")
 for t in only:
     chain.accept(t)
 try:

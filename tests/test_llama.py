@@ -50,7 +50,6 @@ def test_greedy_create_completion_equals_the_building_blocks_loop(
     expected, _ = greedy_loop(gemma_llm.model, prompt, 32)
     # From an empty cache, like the loop: a reused prefix decoded in another batch
     # shape can differ in the last bits (as in llama-server), enough to flip a near tie.
-    gemma_llm.reset()
     done = gemma_llm.complete(prompt, max_tokens=32, temperature=0)
     assert done.tokens == expected
     gemma_llm.reset()
@@ -131,7 +130,6 @@ def test_stop_strings_cut_across_tokens_and_are_never_emitted(gemma_llm: lc.Llam
 def test_logprobs_come_from_the_live_logits(gemma_llm: lc.Llama) -> None:
     prompt = "The capital of France is"
     tokens, expected = greedy_loop(gemma_llm.model, prompt, 12)
-    gemma_llm.reset()
     done = gemma_llm.complete(prompt, max_tokens=12, temperature=0, logprobs=3)
     assert done.logprobs is not None
     assert len(done.logprobs) == len(tokens)
@@ -159,7 +157,6 @@ def test_logprobs_come_from_the_live_logits(gemma_llm: lc.Llama) -> None:
 
 def test_a_shared_prefix_decodes_only_the_suffix(gemma_llm: lc.Llama) -> None:
     base = "Here is a list of the planets of the solar system, in order from the sun:"
-    gemma_llm.reset()
     first = gemma_llm.complete(base, max_tokens=4, temperature=0)
     assert first.timings.cached_n == 0
     assert first.timings.prompt_n == first.prompt_tokens

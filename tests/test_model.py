@@ -293,7 +293,7 @@ def test_tiny_model_description(
     assert tiny.rope_type == "norm"
     assert tiny.rope_freq_scale_train == 1.0
     assert tiny.decoder_start_token == -1  # only encoder-decoder models have one
-    assert isinstance(tiny.n_cls_out, int)
+    assert tiny.n_cls_out == 1  # llama.cpp's default: the model has no classifier head
     assert not tiny.has_encoder
     assert tiny.has_decoder
     assert not tiny.is_recurrent

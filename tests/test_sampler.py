@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -755,13 +756,17 @@ def test_seed() -> None:
 
 
 def test_perf_counts_samples_on_chains(ctx: lc.LlamaContext) -> None:
-    chain = S.chain([S.top_k(10), S.dist(1)])
+    class Slow:  # each sample takes at least 5 ms, which the chain's timer must see
+        def apply(self, cands: Candidates) -> None:
+            time.sleep(0.005)
+
+    chain = S.chain([Slow(), S.top_k(10), S.dist(1)])
     for _ in range(3):
         chain.sample(ctx)
     perf = chain.perf()
     assert isinstance(perf, lc.SamplerPerf)
     assert perf.n_sample == 3
-    assert perf.t_sample_ms >= 0.0
+    assert 15.0 <= perf.t_sample_ms < 10_000.0
     chain.perf_reset()
     assert chain.perf().n_sample == 0
     with pytest.raises(TypeError):

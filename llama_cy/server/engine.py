@@ -1,15 +1,13 @@
-"""The server's engine: continuous batching over the slots of one context.
+"""The server's engine: continuous batching over the sequences of its own context.
 
-N slots share one :class:`~llama_cy.LlamaContext` (``n_seq_max = N``; slot ``i`` owns
-sequence ``i`` of the KV cache). One scheduler thread builds a single batch per step
-from every busy slot (the token each generating slot sampled last, then prompt chunks
-while room is left), decodes it once with the GIL released, samples each slot with its
-own sampler chain and hands the text to that slot's client. A new request joins at the
-next step; a slot keeps its tokens in the KV cache after a request, so a later request
-that shares a prefix with them (a chat's next turn) decodes only what is new.
-
-Requests are :class:`~llama_cy.llama.Prepared` by the ``Llama`` that owns the context,
-so prompts, chat templates, grammars and response shapes are exactly ``Llama``'s.
+The engine creates and owns one :class:`~llama_cy.LlamaContext` with a sequence per slot
+(``n_seq_max = slots``). Each slot is a :class:`~llama_cy.generation.Sequence`, the same
+generation core that ``Llama`` drives alone. One scheduler thread builds a single batch
+per step from every busy slot (the token each generating slot sampled last, then prompt
+chunks while room is left), decodes it once with the GIL released, lets each slot sample
+from its own row and hands the text to that slot's client. A new request joins at the
+next step, in the idle slot whose KV cache holds the longest prefix of its prompt, so a
+chat's next turn decodes only what is new.
 """
 
 from __future__ import annotations
@@ -24,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama_cy._batch import LlamaBatch
+from llama_cy._context import LlamaContext
+from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
-from llama_cy.completion import CompletionChunk, Timings
-from llama_cy.errors import ContextOverflowError, LlamaError
-from llama_cy.llama import Llama, Prepared
-from llama_cy.sampling import build_sampler
-from llama_cy.streaming import Generation
+from llama_cy.completion import CompletionChunk
+from llama_cy.errors import LlamaError
+from llama_cy.generation import Job, Sequence, common_prefix
 
 __all__ = ["Engine", "QueueFullError", "Task"]
 
@@ -42,12 +40,11 @@ class QueueFullError(LlamaError, RuntimeError):
 
 @dataclass(eq=False)
 class Task:
-    """One request: its prepared job, its sampler, and the queue its chunks go to."""
+    """One request: its job, its samplers, and the queue its chunks go to."""
 
     id: int
-    job: Prepared
-    chain: LlamaSampler
-    grammar: LlamaSampler | None
+    job: Job
+    samplers: tuple[LlamaSampler, LlamaSampler | None]
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue[CompletionChunk | BaseException] = field(default_factory=asyncio.Queue)
     created: float = field(default_factory=time.perf_counter)
@@ -56,65 +53,49 @@ class Task:
     slot: int = -1
 
 
-class Slot:
-    """One sequence of the context and the request it serves."""
-
-    __slots__ = (
-        "cache",
-        "gen",
-        "i_batch",
-        "id",
-        "last_used",
-        "n_cached",
-        "t_prompt",
-        "t_start",
-        "task",
-        "token",
-    )
-
-    def __init__(self, id: int) -> None:
-        self.id = id
-        #: Tokens whose keys and values are in this slot's sequence, in order.
-        self.cache: list[int] = []
-        self.task: Task | None = None
-        self.gen: Generation | None = None
-        self.token = -1  # the sampled token that the next step decodes
-        self.i_batch = -1  # this slot's output row in the current batch
-        self.n_cached = 0
-        self.t_start = 0.0
-        self.t_prompt = 0.0
-        self.last_used = 0.0
-
-    @property
-    def prompt_left(self) -> int:
-        assert self.task is not None
-        return len(self.task.job.tokens) - len(self.cache) if self.token < 0 else 0
-
-
 class Engine:
-    """Serves :class:`Prepared` jobs from the slots of ``llm``'s context.
+    """Serves :class:`~llama_cy.generation.Job` s from ``slots`` sequences of a context
+    it creates on ``model`` (``context`` holds :class:`~llama_cy.LlamaContext`'s
+    keywords; ``n_ctx`` is shared by the slots).
 
     ``n_predict`` (> 0) caps every request's tokens; ``max_queue`` bounds the requests
     waiting for a slot and ``queue_timeout`` how long one waits (both end in
-    :class:`QueueFullError`). The engine holds ``llm`` while it runs.
+    :class:`QueueFullError`). ``context_shift`` lets a slot that fills its context go on
+    by dropping half of what follows its first ``n_keep`` tokens.
     """
 
     def __init__(
         self,
-        llm: Llama,
+        model: LlamaModel,
         *,
+        slots: int = 1,
         n_predict: int = -1,
         max_queue: int = 256,
         queue_timeout: float | None = None,
+        context_shift: bool = False,
+        n_keep: int | None = None,
+        **context: Any,
     ) -> None:
-        self.llm = llm
-        ctx = llm.ctx
+        if slots < 1:
+            raise ValueError(f"slots must be >= 1, got {slots}")
+        self.model = model
+        self.ctx = LlamaContext(model, n_seq_max=slots, **context)
+        ctx = self.ctx
+        try:
+            self._batch = LlamaBatch(max(ctx.n_batch, ctx.n_seq_max))
+        except BaseException:
+            ctx.close()
+            raise
         self.n_ctx_slot = ctx.n_ctx_seq
-        self.slots = [Slot(i) for i in range(ctx.n_seq_max)]
+        keep = n_keep if n_keep is not None else int(model.add_bos)
+        self.slots = [
+            Sequence(ctx, i, n_ctx=self.n_ctx_slot, context_shift=context_shift, n_keep=keep)
+            for i in range(ctx.n_seq_max)
+        ]
+        self.tasks: list[Task | None] = [None] * len(self.slots)
         self.n_predict = n_predict
         self.max_queue = max_queue
         self.queue_timeout = queue_timeout
-        self._batch = LlamaBatch(max(ctx.n_batch, ctx.n_seq_max))
         self._queue: deque[Task] = deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -130,6 +111,8 @@ class Engine:
         self.t_predicted_s = 0.0
         self.n_decode = 0
         self.n_busy_slots = 0
+        #: Tokens decoded, prompt and generated (what prefix reuse saves shows here).
+        self.n_decoded_tokens = 0
 
     # ---- lifetime --------------------------------------------------------------------
 
@@ -137,13 +120,15 @@ class Engine:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the scheduler; waiting and running requests end with an error."""
+        """Stop the scheduler (waiting and running requests end with an error) and free
+        the context."""
         with self._cond:
             self._stopping = True
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join()
         self._batch.close()
+        self.ctx.close()
 
     @property
     def alive(self) -> bool:
@@ -151,24 +136,34 @@ class Engine:
 
     # ---- requests (event-loop side) --------------------------------------------------
 
-    def submit(self, job: Prepared, *, cache_prompt: bool = True) -> Task:
-        """Queue ``job``; ContextOverflowError if its prompt does not fit in a slot,
-        QueueFullError if the queue is full. Call from the event loop.
+    def samplers(self, job: Job) -> tuple[LlamaSampler, LlamaSampler | None]:
+        """``job``'s samplers (grammar compiled); bad input, such as a prompt that does
+        not fit in a slot, raises here. Any thread."""
+        return self.slots[0].samplers(job)
+
+    def submit(
+        self,
+        job: Job,
+        *,
+        samplers: tuple[LlamaSampler, LlamaSampler | None] | None = None,
+        cache_prompt: bool = True,
+    ) -> Task:
+        """Queue ``job`` (with its :meth:`samplers`, built here if not given);
+        ContextOverflowError if its prompt does not fit in a slot, QueueFullError if the
+        queue is full. Call from the event loop.
 
         ``cache_prompt=False`` decodes the whole prompt even if the slot holds a prefix
         of it (llama-server's option of that name).
         """
-        n = len(job.tokens)
-        if n >= self.n_ctx_slot:
-            raise ContextOverflowError(n, self.n_ctx_slot)
-        chain, grammar = build_sampler(self.llm.model, job.params, n_ctx=self.n_ctx_slot)
+        if samplers is None:
+            samplers = self.samplers(job)
         with self._cond:
             if self._stopping or not self._thread.is_alive():
                 raise LlamaError("the server's engine is not running")
             if len(self._queue) >= self.max_queue:
                 raise QueueFullError(f"{len(self._queue)} requests are waiting for a slot")
             self._next_id += 1
-            task = Task(self._next_id, job, chain, grammar, asyncio.get_running_loop())
+            task = Task(self._next_id, job, samplers, asyncio.get_running_loop())
             task.cache_prompt = cache_prompt
             self._queue.append(task)
             self._cond.notify()
@@ -199,11 +194,14 @@ class Engine:
     def n_waiting(self) -> int:
         return len(self._queue)
 
+    @property
+    def n_processing(self) -> int:
+        return sum(1 for t in self.tasks if t is not None)
+
     def slots_info(self) -> list[dict[str, Any]]:
         """What llama-server's /slots shows: each slot's size, state and task."""
         out = []
-        for s in self.slots:
-            task = s.task
+        for s, task in zip(self.slots, self.tasks, strict=True):
             gen = s.gen
             out.append(
                 {
@@ -222,20 +220,20 @@ class Engine:
 
     def _run(self) -> None:
         try:
-            with self.llm._hold():
-                while self._wait_for_work():
-                    try:
-                        self._step()
-                    except Exception as exc:  # a bug: the requests in this step end, not the engine
-                        _log.exception("engine step failed")
-                        for s in self.slots:
-                            if s.task is not None:
-                                self._fail(s, exc)
-                        self._flush()
+            while self._wait_for_work():
+                try:
+                    self._step()
+                except Exception as exc:  # a bug: the requests in this step end, not the engine
+                    _log.exception("engine step failed")
+                    for s in self.slots:
+                        if self.tasks[s.id] is not None:
+                            s.failed()
+                            self._end(s, exc)
+                    self._flush()
         finally:  # stopped, or a bug (its traceback goes to stderr): fail what is left
             with self._cond:
                 self._stopping = True
-                pending = [s.task for s in self.slots if s.task is not None] + list(self._queue)
+                pending = [t for t in self.tasks if t is not None] + list(self._queue)
                 self._queue.clear()
             self._outbox += [(task, LlamaError("the server's engine stopped")) for task in pending]
             self._flush()
@@ -245,120 +243,95 @@ class Engine:
         with self._cond:
             while not self._stopping:
                 for s in self.slots:
-                    if s.task is not None and s.task.cancelled:
-                        self._release(s)
+                    task = self.tasks[s.id]
+                    if task is not None and task.cancelled:
+                        self._free(s)
                 if self.queue_timeout is not None:
                     now = time.perf_counter()
                     while self._queue and now - self._queue[0].created > self.queue_timeout:
                         error = QueueFullError(f"no slot became free in {self.queue_timeout:g} s")
                         self._outbox.append((self._queue.popleft(), error))
                     self._flush()
-                while self._queue and any(s.task is None for s in self.slots):
+                while self._queue and any(t is None for t in self.tasks):
                     task = self._queue.popleft()
                     if not task.cancelled:
                         slot = self._pick_slot(task)
                         try:
                             self._start(slot, task)
                         except Exception as exc:  # this request only
-                            slot.task = task
-                            self._fail(slot, exc)
+                            slot.failed()
+                            self._outbox.append((task, exc))
                             self._flush()
-                if any(s.task is not None for s in self.slots):
+                if any(t is not None for t in self.tasks):
                     return True
                 self._cond.wait()
         return False
 
-    def _pick_slot(self, task: Task) -> Slot:
+    def _pick_slot(self, task: Task) -> Sequence:
         """The idle slot whose cached tokens share the longest prefix with the prompt
         (the least recently used one if none shares any)."""
-        idle = [s for s in self.slots if s.task is None]
+        idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
-        return max(idle, key=lambda s: (_common_prefix(s.cache, prompt), -s.last_used))
+        return max(idle, key=lambda s: (common_prefix(s.cache, prompt), -s.last_used))
 
-    def _start(self, slot: Slot, task: Task) -> None:
-        ctx = self.llm.ctx
-        job = task.job
-        prompt = job.tokens
-        # The last prompt token is always decoded: its logits start the generation.
-        n = min(_common_prefix(slot.cache, prompt), len(prompt) - 1) if task.cache_prompt else 0
-        if n < len(slot.cache):
-            if not ctx.seq_rm(slot.id, n, -1):  # recurrent models cannot drop a suffix
-                ctx.seq_rm(slot.id, -1, -1)
-                n = 0
-            del slot.cache[n:]
-        if job.params.uses_history:
-            for t in prompt:
-                task.chain.accept(t)
-        limit = job.max_tokens if job.max_tokens is not None and job.max_tokens > 0 else None
-        if self.n_predict > 0:
-            limit = min(limit or self.n_predict, self.n_predict)
-        slot.task = task
-        slot.gen = Generation(self.llm.model, job.stop, limit, job.n_logprobs, len(prompt))
-        slot.token = -1
-        slot.n_cached = n
-        slot.t_start = time.perf_counter()
+    def _start(self, slot: Sequence, task: Task) -> None:
+        slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
+        self.tasks[slot.id] = task
         task.slot = slot.id
 
-    def _release(self, slot: Slot) -> None:
-        slot.task = None
-        slot.token = -1
-        slot.last_used = time.perf_counter()
+    def _free(self, slot: Sequence) -> None:
+        slot.release()
+        self.tasks[slot.id] = None
 
     def _step(self) -> None:
         """One batch: every generating slot's last token, then prompt chunks."""
-        ctx, batch = self.llm.ctx, self._batch
+        batch = self._batch
         batch.clear()
-        busy = [s for s in self.slots if s.task is not None]
-        added: list[tuple[Slot, list[int]]] = []
-        n_gen = 0
-        for s in busy:
-            s.i_batch = -1
-            if s.token >= 0:
-                s.i_batch = batch.n_tokens
-                batch.add(s.token, len(s.cache), s.id, True)
-                added.append((s, [s.token]))
-                n_gen += 1
-        room = batch.capacity - batch.n_tokens
+        busy = [s for s in self.slots if self.tasks[s.id] is not None]
+        n_gen = sum(s.fill(batch, 1) for s in busy if s.token >= 0)
         n_prompt = 0
         for s in busy:
-            left = s.prompt_left
-            if left <= 0 or room <= 0:
-                continue
-            assert s.task is not None
-            start = len(s.cache)
-            chunk = s.task.job.tokens[start : start + min(room, left)]
-            last = len(chunk) == left
-            batch.add_sequence(chunk, start, s.id, logits_last=last)
-            if last:
-                s.i_batch = batch.n_tokens - 1
-            added.append((s, chunk))
-            room -= len(chunk)
-            n_prompt += len(chunk)
-        if not added:
+            if s.token < 0:
+                n_prompt += s.fill(batch, batch.capacity - batch.n_tokens)
+        if n_gen + n_prompt == 0:
             return
         t0 = time.perf_counter()
         try:
-            ctx.decode(batch)
+            self.ctx.decode(batch)
         except LlamaError as exc:
-            for s, _ in added:
-                self._fail(s, exc)
+            for s in busy:
+                s.failed()
+                self._end(s, exc)
             self._flush()
             return
         dt = time.perf_counter() - t0
         self.n_decode += 1
         self.n_busy_slots += len(busy)
+        self.n_decoded_tokens += n_gen + n_prompt
         if n_prompt:
             self.n_prompt_tokens += n_prompt
             self.t_prompt_s += dt * n_prompt / (n_prompt + n_gen)
         self.t_predicted_s += dt * n_gen / (n_prompt + n_gen)
-        for s, tokens in added:
-            s.cache.extend(tokens)
         for s in busy:
-            if s.i_batch >= 0 and s.task is not None:
-                try:
-                    self._sample(s)
-                except Exception as exc:  # e.g. a grammar with no way on: this request only
-                    self._fail(s, exc)
+            s.decoded()
+        for s in busy:
+            if s.i_batch < 0:
+                continue
+            task = self.tasks[s.id]
+            assert task is not None
+            try:
+                chunk = s.sample()
+            except Exception as exc:  # e.g. a grammar with no way on: this request only
+                self._end(s, exc)
+                continue
+            if chunk is None or chunk.stop_reason != "eog":
+                self.n_predicted += 1
+            if chunk is None:
+                continue
+            if chunk.stop_reason is not None:
+                with self._cond:  # free the slot before the client hears that it is done
+                    self.tasks[s.id] = None
+            self._outbox.append((task, chunk))
         self._flush()
 
     def _flush(self) -> None:
@@ -376,44 +349,11 @@ class Engine:
                 for task, _ in items:
                     task.cancelled = True
 
-    def _sample(self, s: Slot) -> None:
-        task, gen = s.task, s.gen
-        assert task is not None
-        assert gen is not None
-        now = time.perf_counter()
-        if s.token < 0:  # the prompt is in: generation starts
-            s.t_prompt = now
-        token = task.chain.sample(self.llm.ctx, s.i_batch, grammar=task.grammar)
-        out = gen.add(self.llm.ctx, token, s.i_batch)
-        if gen.reason != "eog":
-            self.n_predicted += 1
-        if gen.reason is None and len(s.cache) >= self.n_ctx_slot:
-            gen.reason = "length"  # the slot's context is full
-        if gen.reason is None:
-            s.token = token
-            if out:
-                self._outbox.append((task, gen.chunk(out)))
-            return
-        timings = Timings(
-            s.n_cached,
-            len(task.job.tokens) - s.n_cached,
-            (s.t_prompt - s.t_start) * 1e3,
-            len(gen.generated),
-            (now - s.t_prompt) * 1e3,
-        )
-        last = gen.finish(out, timings)
-        with self._cond:  # free the slot before the client hears that it is done
-            self._release(s)
-        self._outbox.append((task, last))
-
-    def _fail(self, s: Slot, exc: BaseException) -> None:
-        """A decode or a sampler failed: this slot's request ends with the error and its
-        sequence is dropped (part of the batch may have reached the KV cache)."""
-        self.llm.ctx.seq_rm(s.id, -1, -1)
-        s.cache.clear()
-        task = s.task
+    def _end(self, s: Sequence, exc: BaseException) -> None:
+        """This slot's request ends with ``exc``."""
+        task = self.tasks[s.id]
         with self._cond:
-            self._release(s)
+            self._free(s)
         if task is not None:
             self._outbox.append((task, exc))
 
@@ -421,12 +361,3 @@ class Engine:
 def _deliver(items: list[tuple[Task, Any]]) -> None:
     for task, item in items:
         task.queue.put_nowait(item)
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

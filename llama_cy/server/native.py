@@ -1,13 +1,148 @@
-"""llama-server's native response shapes: /completion and its timings."""
+"""llama-server's own endpoints and shapes: ``/completion`` (and its timings),
+``/tokenize``, ``/detokenize``, ``/apply-template``, ``/props`` and ``/slots``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.completion import Completion, CompletionChunk, Timings
+from llama_cy.grammar import json_schema_to_gbnf
 from llama_cy.responses import Shaper
+from llama_cy.server import schema
+from llama_cy.server.schema import ApiError
+from llama_cy.settings import SAMPLING_SETTINGS
 
-__all__ = ["NativeShaper", "timings_dict"]
+if TYPE_CHECKING:
+    from llama_cy.server.app import RouteSpec, Server
+
+__all__ = ["NativeShaper", "routes", "timings_dict"]
+
+
+def routes(server: Server) -> list[RouteSpec]:
+    get, post = ["GET"], ["POST"]
+
+    async def completion(request: Request) -> Response:
+        from llama_cy.server.openai_api import prompt
+
+        server.generating()
+        body = await server.body(request, schema.NATIVE_COMPLETION, "prompt")
+        sampling = server.sampling(body)
+        bias = body.get("logit_bias")
+        if isinstance(bias, list):  # llama-server's [[token, bias], ...]
+            # [[token, false]] is llama-server's "never this token".
+            sampling["logit_bias"] = {
+                int(t): float("-inf") if b is False else float(b)
+                for t, b in bias
+                if isinstance(b, (int, float))
+            }
+        if "json_schema" in body and "grammar" not in body:
+            sampling["grammar"] = json_schema_to_gbnf(body["json_schema"])
+        n_probs = body.get("n_probs", 0)
+        job = await server.prepare(
+            server.preparer.completion,
+            prompt(body["prompt"]),
+            max_tokens=body.get("n_predict", body.get("max_tokens")),
+            stop=body.get("stop"),
+            logprobs=n_probs if n_probs > 0 else None,
+            **sampling,
+        )
+        shaper = NativeShaper(server.model_id, return_tokens=bool(body.get("return_tokens")))
+        return await server.run(request, job, shaper, body, done_marker=False)
+
+    async def tokenize(request: Request) -> Response:
+        fields = {
+            "content": (str,),
+            "add_special": (bool,),
+            "parse_special": (bool,),
+            "with_pieces": (bool,),
+        }
+        body = schema.check(schema.parse(await request.body()), fields, ("content",))
+        model = server.model
+        tokens = model.tokenize(
+            body["content"],
+            add_special=body.get("add_special", False),
+            parse_special=body.get("parse_special", True),
+        ).tolist()
+        if not body.get("with_pieces"):
+            return JSONResponse({"tokens": tokens})
+        out = []
+        for t in tokens:
+            raw = model.token_to_piece(t, special=True)
+            try:
+                piece: Any = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                piece = list(raw)
+            out.append({"id": t, "piece": piece})
+        return JSONResponse({"tokens": out})
+
+    async def detokenize(request: Request) -> Response:
+        body = schema.check(schema.parse(await request.body()), {"tokens": (list,)}, ("tokens",))
+        tokens = body["tokens"]
+        if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            raise ApiError(400, "'tokens' must be an array of integers", param="tokens")
+        if tokens:
+            server.preparer.tokens(tokens)  # range check
+        text = server.model.detokenize(tokens, unparse_special=True)
+        return JSONResponse({"content": text})
+
+    async def apply_template(request: Request) -> Response:
+        from llama_cy.server.openai_api import messages
+
+        body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
+        text = server.preparer.apply_chat_template(
+            messages(body["messages"]), tools=body.get("tools")
+        )
+        return JSONResponse({"prompt": text})
+
+    async def props(request: Request) -> Response:
+        sampling = server.preparer.sampling("server")
+        params: dict[str, Any] = {
+            "n_predict": server.settings.n_predict,
+            "seed": server.settings.seed,
+        }
+        for s in SAMPLING_SETTINGS:
+            value = getattr(sampling, s.name)
+            params[s.server_name] = list(value) if isinstance(value, tuple) else value
+        formatter = server.preparer.formatter
+        engine = server.engine
+        return JSONResponse(
+            {
+                "default_generation_settings": {"n_ctx": server.n_ctx, "params": params},
+                "total_slots": len(engine.slots) if engine is not None else 1,
+                "model_alias": server.model_id,
+                "model_path": server.settings.model,
+                "chat_template": formatter.template or "",
+                "bos_token": formatter.bos_token,
+                "eos_token": formatter.eos_token,
+                "modalities": {"vision": False, "audio": False},
+                "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
+                "endpoint_slots": True,
+                "endpoint_metrics": server.settings.metrics,
+            }
+        )
+
+    async def slots(request: Request) -> Response:
+        if server.engine is None:
+            raise ApiError(
+                501,
+                "this server has no slots: it was started with --embeddings",
+                "not_supported_error",
+            )
+        return JSONResponse(server.engine.slots_info())
+
+    return [
+        ("/completion", completion, post, False),
+        ("/tokenize", tokenize, post, False),
+        ("/detokenize", detokenize, post, False),
+        ("/apply-template", apply_template, post, False),
+        ("/props", props, get, False),
+        ("/slots", slots, get, False),
+    ]
+
 
 _STOP_TYPES = {"eog": "eos", "stop": "word", "length": "limit"}
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from llama_cy.settings import SAMPLING_SETTINGS, Setting
+
 __all__ = [
     "CHAT",
     "COMPLETION",
@@ -32,37 +34,28 @@ _LIST = (list,)
 _DICT = (dict,)
 _NULL = (type(None),)
 
-#: Fields every completion request may carry.
+
+def _types(s: Setting) -> tuple[type, ...]:
+    if s.type is int:
+        return _INT + _NULL
+    if s.type is tuple:
+        return _LIST + _NULL
+    return _NUM + _NULL
+
+
+#: Fields every completion request may carry: the sampling settings by their Python and
+#: llama-server names (from the one table), and the rest.
 SAMPLING: dict[str, tuple[type, ...]] = {
     "model": _STR + _NULL,
     "stream": _BOOL + _NULL,
     "stream_options": _DICT + _NULL,
     "n": _INT + _NULL,
-    "temperature": _NUM + _NULL,
-    "top_p": _NUM + _NULL,
-    "top_k": _INT + _NULL,
-    "min_p": _NUM + _NULL,
-    "typical_p": _NUM + _NULL,
-    "frequency_penalty": _NUM + _NULL,
-    "presence_penalty": _NUM + _NULL,
-    "repeat_penalty": _NUM + _NULL,
+    **{s.name: _types(s) for s in SAMPLING_SETTINGS},
+    **{s.server: _types(s) for s in SAMPLING_SETTINGS if s.server is not None},
     "seed": _INT + _NULL,
     "stop": _STR + _LIST + _NULL,
     "logit_bias": _DICT + _NULL,
     "grammar": _STR + _NULL,
-    "mirostat_mode": _INT + _NULL,
-    "mirostat_tau": _NUM + _NULL,
-    "mirostat_eta": _NUM + _NULL,
-    "penalty_last_n": _INT + _NULL,
-    "dry_multiplier": _NUM + _NULL,
-    "dry_base": _NUM + _NULL,
-    "dry_allowed_length": _INT + _NULL,
-    "dry_penalty_last_n": _INT + _NULL,
-    "xtc_probability": _NUM + _NULL,
-    "xtc_threshold": _NUM + _NULL,
-    "top_n_sigma": _NUM + _NULL,
-    "dynatemp_range": _NUM + _NULL,
-    "dynatemp_exponent": _NUM + _NULL,
     "max_tokens": _INT + _NULL,
     "cache_prompt": _BOOL + _NULL,
 }
@@ -96,8 +89,6 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     **SAMPLING,
     "prompt": _STR + _LIST,
     "n_predict": _INT + _NULL,
-    "repeat_last_n": _INT + _NULL,
-    "mirostat": _INT + _NULL,
     "n_probs": _INT + _NULL,
     "json_schema": _DICT + _NULL,
     "logit_bias": _DICT + _LIST + _NULL,

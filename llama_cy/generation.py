@@ -1,0 +1,306 @@
+"""The generation core: one sequence of a context's KV cache, stepped one batch at a time.
+
+A :class:`Sequence` owns the books of sequence ``id`` of a :class:`~llama_cy.LlamaContext`:
+the tokens its KV cache holds, and the request it is generating for. Each step the driver
+asks it to :meth:`~Sequence.fill` part of a batch (its last sampled token, or the next
+chunk of its prompt), decodes the batch, tells it :meth:`~Sequence.decoded` (or
+:meth:`~Sequence.failed`), and lets it :meth:`~Sequence.sample` from its output row.
+Everything between the batch and the text is here, once: prefix reuse, prompt chunks,
+the sampler chain, stop strings and UTF-8 assembly (:class:`~llama_cy.streaming.Generation`),
+log-probabilities, ``max_tokens``, ``stopping_criteria``, context shift, timings and
+cleanup after a failed decode.
+
+:func:`run` drives one sequence (``Llama``); the server's engine drives several, with one
+batch per step from all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from llama_cy._batch import LlamaBatch
+from llama_cy._context import LlamaContext
+from llama_cy._sampler import LlamaSampler
+from llama_cy.completion import CompletionChunk, Timings
+from llama_cy.errors import ContextOverflowError
+from llama_cy.sampling import SamplingParams, build_sampler
+from llama_cy.streaming import Generation
+
+__all__ = ["Job", "Sequence", "StoppingCriteria", "common_prefix", "run"]
+
+#: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
+StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """What to generate: the prompt's tokens, how to sample, and when to stop.
+
+    ``max_tokens`` of None (or <= 0) runs until the model stops or the context is full.
+    ``n_logprobs`` of None computes no log-probabilities; N >= 0 computes each token's
+    and the N best alternatives'. ``tool_calls``: the output is to be parsed for tool
+    calls (what the caller does with the text, not how it is sampled).
+    """
+
+    tokens: list[int]
+    params: SamplingParams
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    n_logprobs: int | None = None
+    stopping_criteria: tuple[StoppingCriteria, ...] = ()
+    tool_calls: bool = False
+
+
+class Sequence:
+    """Sequence ``id`` of ``ctx``: the tokens its KV cache holds and the job it runs.
+
+    ``n_ctx`` is the room this sequence has (the context's per-sequence size).
+    ``context_shift`` lets a generation that fills it go on by dropping half of what
+    follows the first ``n_keep`` tokens; without it the generation ends with "length".
+    """
+
+    __slots__ = (
+        "_added",
+        "cache",
+        "chain",
+        "context_shift",
+        "ctx",
+        "gen",
+        "grammar",
+        "i_batch",
+        "id",
+        "job",
+        "last_used",
+        "limit",
+        "model",
+        "n_cached",
+        "n_ctx",
+        "n_keep",
+        "t_prompt",
+        "t_start",
+        "token",
+    )
+
+    def __init__(
+        self,
+        ctx: LlamaContext,
+        id: int = 0,
+        *,
+        n_ctx: int | None = None,
+        context_shift: bool = False,
+        n_keep: int = 0,
+    ) -> None:
+        self.ctx = ctx
+        self.model = ctx.model
+        self.id = id
+        self.n_ctx = n_ctx if n_ctx is not None else ctx.n_ctx_seq
+        self.context_shift = context_shift
+        self.n_keep = n_keep
+        #: Tokens whose keys and values are in this sequence of the KV cache, in order.
+        self.cache: list[int] = []
+        self.job: Job | None = None
+        self.gen: Generation | None = None
+        self.chain: LlamaSampler | None = None
+        self.grammar: LlamaSampler | None = None
+        self.limit: int | None = None
+        self.token = -1  # the sampled token that the next step decodes
+        self.i_batch = -1  # this sequence's output row in the current batch
+        self.n_cached = 0
+        self.t_start = 0.0
+        self.t_prompt = 0.0
+        self.last_used = 0.0
+        self._added: list[int] = []
+
+    # ---- a job's start and end -------------------------------------------------------
+
+    def samplers(self, job: Job) -> tuple[LlamaSampler, LlamaSampler | None]:
+        """Check ``job`` against this sequence and build its samplers: bad input raises
+        here, before the job is started (or queued)."""
+        if len(job.tokens) >= self.n_ctx:
+            raise ContextOverflowError(len(job.tokens), self.n_ctx)
+        return build_sampler(self.model, job.params, n_ctx=self.n_ctx)
+
+    def start(
+        self,
+        job: Job,
+        samplers: tuple[LlamaSampler, LlamaSampler | None],
+        *,
+        cache_prompt: bool = True,
+        limit: int | None = None,
+    ) -> None:
+        """Take ``job``: keep the longest prefix of its prompt that the KV cache holds
+        (none with ``cache_prompt=False``) and drop the rest. ``limit`` (> 0) caps
+        ``job.max_tokens`` (the server's ``--n-predict``)."""
+        prompt = job.tokens
+        # The last prompt token is always decoded: its logits start the generation.
+        n = min(common_prefix(self.cache, prompt), len(prompt) - 1) if cache_prompt else 0
+        if n < len(self.cache):
+            if not self.ctx.seq_rm(self.id, n, -1):  # recurrent models cannot drop a suffix
+                self.ctx.seq_rm(self.id, -1, -1)
+                n = 0
+            del self.cache[n:]
+        chain, grammar = samplers
+        if job.params.uses_history:
+            for t in prompt:
+                chain.accept(t)
+        max_tokens = job.max_tokens if job.max_tokens is not None and job.max_tokens > 0 else None
+        if limit is not None and limit > 0:
+            max_tokens = min(max_tokens or limit, limit)
+        self.job, self.chain, self.grammar, self.limit = job, chain, grammar, max_tokens
+        self.gen = Generation(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
+        self.token = -1
+        self.i_batch = -1
+        self.n_cached = n
+        self.t_start = time.perf_counter()
+        self.t_prompt = self.t_start
+
+    def release(self) -> None:
+        """End the job (finished, cancelled or failed); the KV cache keeps its tokens."""
+        self.job = None
+        self.gen = None
+        self.chain = self.grammar = None
+        self.token = -1
+        self.i_batch = -1
+        self.last_used = time.perf_counter()
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None
+
+    @property
+    def prompt_left(self) -> int:
+        """Prompt tokens not yet in the KV cache (0 once generating)."""
+        job = self.job
+        return len(job.tokens) - len(self.cache) if job is not None and self.token < 0 else 0
+
+    # ---- one step --------------------------------------------------------------------
+
+    def fill(self, batch: LlamaBatch, room: int) -> int:
+        """Add this sequence's part of the next batch, at most ``room`` tokens: its last
+        sampled token, or the next chunk of its prompt. Returns the tokens added."""
+        self.i_batch = -1
+        if self.token >= 0:
+            self.i_batch = batch.n_tokens
+            batch.add(self.token, len(self.cache), self.id, True)
+            self._added = [self.token]
+            return 1
+        job = self.job
+        left = self.prompt_left
+        if job is None or left <= 0 or room <= 0:
+            self._added = []
+            return 0
+        start = len(self.cache)
+        chunk = job.tokens[start : start + min(room, left)]
+        last = len(chunk) == left
+        batch.add_sequence(chunk, start, self.id, logits_last=last)
+        if last:
+            self.i_batch = batch.n_tokens - 1
+        self._added = chunk
+        return len(chunk)
+
+    def decoded(self) -> None:
+        """The batch went into the KV cache: what this sequence added is now cached."""
+        self.cache.extend(self._added)
+        self._added = []
+
+    def failed(self) -> None:
+        """The batch failed: part of it may have reached the KV cache past what
+        :attr:`cache` records; drop that part (all of the sequence if it cannot be cut)."""
+        self._added = []
+        if not self.ctx.seq_rm(self.id, len(self.cache), -1):
+            self.ctx.seq_rm(self.id, -1, -1)
+            self.cache.clear()
+
+    def sample(self) -> CompletionChunk | None:
+        """Sample from this sequence's output row. Returns the chunk of text that can be
+        shown now (None if there is none yet); the last chunk carries the stop reason,
+        and then the job is released."""
+        gen, job, chain = self.gen, self.job, self.chain
+        assert gen is not None
+        assert job is not None
+        assert chain is not None
+        ctx = self.ctx
+        if self.token < 0:  # the prompt is in: generation starts
+            self.t_prompt = time.perf_counter()
+        token = chain.sample(ctx, self.i_batch, grammar=self.grammar)
+        out = gen.add(ctx, token, self.i_batch)
+        if gen.reason is None and job.stopping_criteria:
+            ids = np.asarray(job.tokens + gen.generated, dtype=np.intc)
+            logits = ctx.logits(self.i_batch)
+            if any(bool(c(ids, logits)) for c in job.stopping_criteria):
+                gen.reason = "stop"
+        if gen.reason is None and len(self.cache) >= self.n_ctx and not self._shift():
+            gen.reason = "length"  # the sequence's context is full
+        if gen.reason is None:
+            self.token = token
+            return gen.chunk(out) if out else None
+        now = time.perf_counter()
+        timings = Timings(
+            self.n_cached,
+            len(job.tokens) - self.n_cached,
+            (self.t_prompt - self.t_start) * 1e3,
+            len(gen.generated),
+            (now - self.t_prompt) * 1e3,
+        )
+        last = gen.finish(out, timings)
+        self.release()
+        return last
+
+    def _shift(self) -> bool:
+        """Context shift: drop half of what follows the first ``n_keep`` tokens."""
+        if not self.context_shift or not self.ctx.can_shift:
+            return False
+        n_past = len(self.cache)
+        keep = min(self.n_keep, n_past - 1)
+        n_discard = (n_past - keep) // 2
+        if n_discard <= 0:
+            return False
+        self.ctx.seq_rm(self.id, keep, keep + n_discard)
+        self.ctx.seq_add(self.id, keep + n_discard, n_past, -n_discard)
+        del self.cache[keep : keep + n_discard]
+        return True
+
+
+def run(
+    seq: Sequence,
+    batch: LlamaBatch,
+    job: Job,
+    samplers: tuple[LlamaSampler, LlamaSampler | None],
+) -> Generator[CompletionChunk, None, None]:
+    """Drive ``seq`` alone through ``job``, one batch per step; yields its chunks."""
+    ctx = seq.ctx
+    seq.start(job, samplers)
+    try:
+        while True:
+            batch.clear()
+            seq.fill(batch, batch.capacity)
+            try:
+                ctx.decode(batch)
+            except BaseException:
+                seq.failed()
+                raise
+            seq.decoded()
+            if seq.i_batch >= 0:
+                chunk = seq.sample()
+                if chunk is not None:
+                    yield chunk
+                    if chunk.stop_reason is not None:
+                        return
+    finally:
+        if seq.busy:  # failed, or the consumer left early
+            seq.release()
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

@@ -1,0 +1,183 @@
+"""The server's engine in-process, without HTTP: slot choice, prefix reuse, the features
+it shares with ``Llama`` through the one generation core, and a ``Llama`` on the same
+model afterwards."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import llama_cy as lc
+from llama_cy.completion import Completion, join_chunks
+from llama_cy.generation import Job
+from llama_cy.prepare import Preparer
+from llama_cy.server.engine import Engine
+
+# Bans tokens 1 and 2 (BOS, EOS) so the tiny model never ends its turn on its own.
+NO_END = {1: -1e9, 2: -1e9}
+
+
+def serve(engine: Engine, jobs: Sequence[Job], cache_prompt: bool = True) -> list[Completion]:
+    """Run ``jobs`` together through a started engine; their completions in order."""
+
+    async def one(job: Job) -> Completion:
+        task = engine.submit(job, cache_prompt=cache_prompt)
+        return join_chunks([c async for c in engine.results(task)])
+
+    async def every() -> list[Completion]:
+        return list(await asyncio.gather(*(one(j) for j in jobs)))
+
+    return asyncio.run(every())
+
+
+@pytest.fixture(scope="module")
+def gemma_chat(gemma_chat_path: Path) -> Iterator[lc.LlamaModel]:
+    model = lc.LlamaModel.load(gemma_chat_path)
+    yield model
+    model.close()
+
+
+def test_a_request_goes_to_the_slot_with_its_prefix_and_decodes_only_new_tokens(
+    gemma_chat: lc.LlamaModel,
+) -> None:
+    prep = Preparer(gemma_chat, profile="server")
+    engine = Engine(gemma_chat, slots=2, n_ctx=2048, n_threads=2)
+    engine.start()
+    try:
+        first = [{"role": "user", "content": "Name a colour."}]
+        other = [{"role": "user", "content": "What is two plus two? Answer in words."}]
+        jobs = [prep.chat(m, max_tokens=8, temperature=0) for m in (first, other)]
+        done = serve(engine, jobs)  # both at once: one slot each
+        holders = [
+            [s.id for s in engine.slots if s.cache[: len(j.tokens)] == j.tokens] for j in jobs
+        ]
+        assert len(holders[0]) == len(holders[1]) == 1
+        assert holders[0] != holders[1]
+        first_slot = holders[0][0]
+        cache_before = list(engine.slots[first_slot].cache)
+
+        second = [
+            *first,
+            {"role": "assistant", "content": done[0].text},
+            {"role": "user", "content": "And another one?"},
+        ]
+        turn2 = prep.chat(second, max_tokens=4, temperature=0)
+        n_prompt_before = engine.n_prompt_tokens
+        (reply,) = serve(engine, [turn2], cache_prompt=True)
+        reused = reply.timings.cached_n
+        # The chat's first turn (prompt and reply) is reused from its slot's KV cache.
+        assert reused >= len(jobs[0].tokens)
+        assert reused == min(
+            _common(cache_before, turn2.tokens), len(turn2.tokens) - 1
+        )  # nothing more, nothing less
+        assert reply.timings.prompt_n == len(turn2.tokens) - reused
+        assert engine.n_prompt_tokens - n_prompt_before == len(turn2.tokens) - reused
+        assert engine.slots[first_slot].cache[: len(turn2.tokens)] == turn2.tokens
+
+        # cache_prompt=False decodes the whole prompt again.
+        n_prompt_before = engine.n_prompt_tokens
+        (again,) = serve(engine, [turn2], cache_prompt=False)
+        assert again.timings.cached_n == 0
+        assert engine.n_prompt_tokens - n_prompt_before == len(turn2.tokens)
+        assert again.tokens == reply.tokens
+    finally:
+        engine.stop()
+
+
+def test_stopping_criteria_in_the_engine(tiny: lc.LlamaModel) -> None:
+    prep = Preparer(tiny, profile="server")
+    seen: list[int] = []
+
+    def after_three(ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> bool:
+        seen.append(len(ids))
+        assert logits.shape == (tiny.n_vocab,)
+        return len(ids) >= n_prompt + 3
+
+    job = prep.completion(
+        "hello world",
+        max_tokens=20,
+        temperature=0,
+        logit_bias=NO_END,
+        stopping_criteria=[after_three],
+    )
+    n_prompt = len(job.tokens)
+    engine = Engine(tiny, slots=2, n_ctx=128)
+    engine.start()
+    try:
+        (done,) = serve(engine, [job])
+    finally:
+        engine.stop()
+    assert done.stop_reason == "stop"
+    assert len(done.tokens) == 3
+    assert seen == [n_prompt + 1, n_prompt + 2, n_prompt + 3]
+
+
+def test_context_shift_in_the_engine(tiny: lc.LlamaModel) -> None:
+    prep = Preparer(tiny, profile="server")
+    engine = Engine(tiny, slots=2, n_ctx=96)  # llama.cpp pads each slot's share
+    n_slot = engine.n_ctx_slot
+    n = 2 * n_slot + 10
+    job = prep.completion("hello world", max_tokens=n, temperature=0, logit_bias=NO_END)
+    engine.start()
+    try:
+        (full,) = serve(engine, [job])
+    finally:
+        engine.stop()
+    assert full.stop_reason == "length"
+    assert full.prompt_tokens + len(full.tokens) == n_slot + 1  # the last pick is never decoded
+
+    engine = Engine(tiny, slots=2, n_ctx=96, context_shift=True)
+    engine.start()
+    try:
+        (shifted,) = serve(engine, [job])
+        assert all(len(s.cache) <= n_slot for s in engine.slots)
+    finally:
+        engine.stop()
+    assert shifted.stop_reason == "length"
+    assert len(shifted.tokens) == n
+    # Up to the first shift both runs are the same greedy sequence.
+    assert shifted.tokens[: len(full.tokens)] == full.tokens
+
+
+def test_llama_after_serving_on_the_same_model(gemma_path: Path) -> None:
+    model = lc.LlamaModel.load(gemma_path)
+    try:
+        llm = lc.Llama.from_model(model, n_ctx=512, n_threads=2)
+        prompt = "The three primary colours are"
+        before = llm.complete(prompt, max_tokens=12, temperature=0)
+        engine = Engine(model, slots=2, n_ctx=1024, n_threads=2)
+        engine.start()
+        try:
+            prep = Preparer(model, profile="server")
+            jobs = [
+                prep.completion(prompt, max_tokens=12, temperature=0),
+                prep.completion("Once upon a time", max_tokens=12, temperature=0),
+            ]
+            # One at a time: a batch that mixes sequences may round differently.
+            served = [serve(engine, [job], cache_prompt=False)[0] for job in jobs]
+        finally:
+            engine.stop()
+        assert engine.ctx.closed  # the engine's own context, freed with it
+        assert served[0].tokens == before.tokens  # the server's greedy output is Llama's
+        after = llm.complete(prompt, max_tokens=12, temperature=0)
+        assert after.tokens == before.tokens
+        assert after.timings.cached_n == len(llm.tokenize(prompt)) - 1  # its own cache, intact
+        other = llm.complete("Once upon a time", max_tokens=12, temperature=0)
+        assert other.tokens == served[1].tokens
+        llm.close()
+    finally:
+        model.close()
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
