@@ -53,8 +53,16 @@ TIME = {
 
 
 @pytest.fixture(scope="module")
-def chat_llm(gemma_chat_path: Path) -> Iterator[lc.Llama]:
-    llm = lc.Llama(gemma_chat_path, n_ctx=1024, n_threads=2)
+def chat_model(gemma_chat_path: Path) -> Iterator[lc.LlamaModel]:
+    model = lc.LlamaModel.load(gemma_chat_path)
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def chat_llm(chat_model: lc.LlamaModel) -> Iterator[lc.Llama]:
+    """A fresh ``Llama`` per test over the module's chat model (no shared KV cache)."""
+    llm = lc.Llama.from_model(chat_model, n_ctx=1024, n_threads=2)
     yield llm
     llm.close()
 
