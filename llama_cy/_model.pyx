@@ -16,16 +16,10 @@ from llama_cy._c.ggml cimport (
     ggml_tensor, ggml_nbytes, ggml_get_name, GGML_TYPE_F32,
 )
 from llama_cy._c.ggml_backend cimport ggml_backend_tensor_set, ggml_backend_dev_t
-from llama_cy._c.gguf cimport (
-    gguf_context, gguf_init_empty, gguf_free, gguf_set_val_u32, gguf_set_val_i32,
-    gguf_set_val_u64, gguf_set_val_i64, gguf_set_val_f32, gguf_set_val_f64,
-    gguf_set_val_bool, gguf_set_val_str, gguf_set_arr_data, gguf_set_arr_str,
-    GGUF_TYPE_UINT8, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16, GGUF_TYPE_UINT32,
-    GGUF_TYPE_INT32, GGUF_TYPE_FLOAT32, GGUF_TYPE_UINT64, GGUF_TYPE_INT64, GGUF_TYPE_FLOAT64,
-    GGUF_TYPE_BOOL,
-)
+from llama_cy._c.gguf cimport gguf_context, gguf_init_empty, gguf_free
 from llama_cy._backend cimport Device
 from llama_cy._guard cimport init_from_user, last_abort, load_model
+from llama_cy._gguf cimport fill_gguf
 
 from llama_cy.errors import InvalidTokenError, ModelLoadError
 
@@ -54,16 +48,6 @@ cdef dict _VOCAB_TYPES = {
     c.LLAMA_VOCAB_TYPE_TEST: "test",
 }
 # numpy dtype -> GGUF array element type, for metadata given to from_metadata().
-cdef dict _GGUF_ARRAY_TYPES = {
-    np.dtype(np.uint8): GGUF_TYPE_UINT8, np.dtype(np.int8): GGUF_TYPE_INT8,
-    np.dtype(np.uint16): GGUF_TYPE_UINT16, np.dtype(np.int16): GGUF_TYPE_INT16,
-    np.dtype(np.uint32): GGUF_TYPE_UINT32, np.dtype(np.int32): GGUF_TYPE_INT32,
-    np.dtype(np.float32): GGUF_TYPE_FLOAT32, np.dtype(np.uint64): GGUF_TYPE_UINT64,
-    np.dtype(np.int64): GGUF_TYPE_INT64, np.dtype(np.float64): GGUF_TYPE_FLOAT64,
-    np.dtype(np.bool_): GGUF_TYPE_BOOL,
-}
-
-
 cdef class _Callback:
     """A Python callable handed to C as user data; the exception it raised, if any."""
     cdef object fn
@@ -195,70 +179,6 @@ cdef class _LoadBuffers:
                 self.devices[i] = (<Device>d).dev
             p.devices = self.devices
         return 0
-
-
-cdef _fill_gguf(gguf_context *g, dict metadata):
-    cdef const char **strs
-    cdef const unsigned char[::1] raw
-    for key, value in metadata.items():
-        bkey = key.encode()
-        if isinstance(value, (bool, np.bool_)):
-            gguf_set_val_bool(g, bkey, bool(value))
-        elif isinstance(value, str):
-            gguf_set_val_str(g, bkey, value.encode())
-        elif isinstance(value, np.generic):
-            _set_scalar(g, bkey, value)
-        elif isinstance(value, int):
-            # llama.cpp reads most hyperparameters as uint32.
-            if 0 <= value < 2**32:
-                gguf_set_val_u32(g, bkey, value)
-            elif value >= 0:
-                gguf_set_val_u64(g, bkey, value)
-            elif value >= -2**31:
-                gguf_set_val_i32(g, bkey, value)
-            else:
-                gguf_set_val_i64(g, bkey, value)
-        elif isinstance(value, float):
-            gguf_set_val_f32(g, bkey, value)
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            encoded = [v.encode() for v in value]
-            strs = <const char **>malloc(max(1, len(encoded)) * sizeof(char *))
-            try:
-                for i, b in enumerate(encoded):
-                    strs[i] = b
-                gguf_set_arr_str(g, bkey, strs, len(encoded))
-            finally:
-                free(strs)
-        else:
-            arr = np.ascontiguousarray(value)
-            if arr.dtype == np.int64 and isinstance(value, (list, tuple)):
-                arr = arr.astype(np.int32)
-            elif arr.dtype == np.float64 and isinstance(value, (list, tuple)):
-                arr = arr.astype(np.float32)
-            try:
-                t = _GGUF_ARRAY_TYPES[arr.dtype]
-            except KeyError:
-                raise TypeError(f"metadata[{key!r}]: unsupported type {type(value).__name__}") from None
-            raw = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(1, np.uint8)
-            gguf_set_arr_data(g, bkey, t, &raw[0], arr.size)
-
-
-cdef _set_scalar(gguf_context *g, bytes bkey, value):
-    dt = value.dtype
-    if dt == np.uint32:
-        gguf_set_val_u32(g, bkey, value)
-    elif dt == np.int32:
-        gguf_set_val_i32(g, bkey, value)
-    elif dt == np.uint64:
-        gguf_set_val_u64(g, bkey, value)
-    elif dt == np.int64:
-        gguf_set_val_i64(g, bkey, value)
-    elif dt == np.float32:
-        gguf_set_val_f32(g, bkey, value)
-    elif dt == np.float64:
-        gguf_set_val_f64(g, bkey, value)
-    else:
-        raise TypeError(f"metadata scalar of dtype {dt} is not supported")
 
 
 cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, size_t) noexcept nogil,
@@ -446,7 +366,7 @@ cdef class LlamaModel(Handle):
         cdef gguf_context *g = gguf_init_empty()
         cdef c.llama_model *ptr = NULL
         try:
-            _fill_gguf(g, metadata)
+            fill_gguf(g, metadata)
             # The callback needs the GIL for every tensor: no point releasing it here.
             ptr = init_from_user(g, _set_tensor_trampoline, <void *>cb, params)
         finally:
