@@ -17,12 +17,9 @@ from cpython.pythread cimport (
     PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock, PyThread_release_lock,
     NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
 )
-from cpython.exc cimport PyErr_CheckSignals
-from libc.signal cimport SIGINT, raise_ as raise_signal
 from libc.stdbool cimport bool as cbool
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport malloc, free
-from libc.string cimport memset
 
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport (
@@ -35,6 +32,7 @@ from llama_cy._backend import available_cpus, default_n_threads
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._guard cimport init_context, last_abort
 from llama_cy._model cimport LlamaModel
+from llama_cy._sigint cimport interrupt_begin, interrupt_deliver, interrupt_end, sigaction_t
 from llama_cy._view cimport ViewOwner, array_view
 
 from llama_cy.errors import (
@@ -42,18 +40,6 @@ from llama_cy.errors import (
     StateError, call_error, decode_error,
 )
 from llama_cy.perf import ContextPerf
-
-
-cdef extern from "<signal.h>" nogil:
-    ctypedef struct sigset_t:
-        pass
-    ctypedef struct sigaction_t "struct sigaction":
-        void (*sa_handler)(int)
-        int sa_flags
-        sigset_t sa_mask
-    int sigaction(int signum, const sigaction_t *act, sigaction_t *oldact)
-    int sigemptyset(sigset_t *set)
-    void (*SIG_IGN)(int)
 
 
 cdef dict _ROPE_SCALING = {
@@ -89,16 +75,6 @@ cdef _tp_new_t _tp_new = <_tp_new_t>ggml_backend_reg_get_proc_address(
     ggml_backend_reg_by_name(b"CPU"), b"ggml_threadpool_new")
 cdef _tp_free_t _tp_free = <_tp_free_t>ggml_backend_reg_get_proc_address(
     ggml_backend_reg_by_name(b"CPU"), b"ggml_threadpool_free")
-
-# The abort flag of the context decoding on the main thread now, for the SIGINT handler.
-cdef volatile int *_interrupt_flag = NULL
-cdef unsigned long _main_thread = PyThread_get_thread_ident()
-
-
-cdef void _on_sigint(int signum) noexcept nogil:
-    if _interrupt_flag != NULL:
-        _interrupt_flag[0] = 2
-
 
 cdef cbool _abort_callback(void *data) noexcept nogil:
     return (<volatile int *>data)[0] != 0
@@ -388,32 +364,21 @@ cdef class LlamaContext(ViewOwner):
                 "llama.cpp has allocated: it would move the buffer under the live logits/"
                 "embeddings views. Drop them (or copy them) first.")
         cdef int32_t rc
-        cdef bint main = PyThread_get_thread_ident() == _main_thread
-        cdef sigaction_t act, old
-        if main:
-            # A process that ignores Ctrl-C (a background job) keeps ignoring it.
-            sigaction(SIGINT, NULL, &old)
-            main = old.sa_handler != SIG_IGN
+        cdef bint interruptible = False
+        cdef sigaction_t saved
         self._lock_acquire()
         batch._acquire()  # close() of the batch from another thread waits for this decode
         try:
             self._abort = 0
-            if main:
-                # Python only sees Ctrl-C between bytecodes; while llama.cpp computes, a
-                # C handler turns it into an abort of the graph.
-                _interrupt_flag = &self._abort
-                memset(&act, 0, sizeof(act))
-                act.sa_handler = _on_sigint
-                sigemptyset(&act.sa_mask)
-                sigaction(SIGINT, &act, &old)
+            # Ctrl-C on the main thread aborts the graph (see _sigint).
+            interruptible = interrupt_begin(&self._abort, &saved)
             with nogil:
                 if encoder:
                     rc = c.llama_encode(self.ptr, batch.batch)
                 else:
                     rc = c.llama_decode(self.ptr, batch.batch)
-            if main:
-                sigaction(SIGINT, &old, NULL)
-                _interrupt_flag = NULL
+            if interruptible:
+                interrupt_end(&saved)
         finally:
             batch._release()
             self._lock_release()
@@ -421,9 +386,7 @@ cdef class LlamaContext(ViewOwner):
             self._output_capacity = n_out
         self._n_outputs = n_out if rc == 0 else 0
         if self._abort == 2:
-            # Hand the Ctrl-C to the handler it was meant for (KeyboardInterrupt by default).
-            raise_signal(SIGINT)
-            PyErr_CheckSignals()
+            interrupt_deliver()
         if rc != 0:
             raise decode_error(rc, "llama_encode" if encoder else "llama_decode")
 

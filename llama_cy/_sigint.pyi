@@ -1,0 +1,1 @@
+"""Ctrl-C during a decode (C-level only: nothing here is callable from Python)."""
