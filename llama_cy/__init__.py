@@ -29,8 +29,9 @@ from llama_cy import _build_config, errors
 from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
-from llama_cy._model import TOKEN_ATTRS, LlamaModel
+from llama_cy._model import LlamaModel
 from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
+from llama_cy._vocab import TOKEN_ATTRS, LlamaVocab
 from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
 
@@ -56,6 +57,7 @@ __all__ = [
     "LlamaGrammar",
     "LlamaModel",
     "LlamaSampler",
+    "LlamaVocab",
     "LoraAdapter",
     "SamplerPerf",
     "SamplingParams",
