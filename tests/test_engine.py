@@ -14,7 +14,7 @@ import pytest
 
 import llama_cy as lc
 from llama_cy.completion import Completion, join_chunks
-from llama_cy.generation import Job
+from llama_cy.generation import Job, common_prefix
 from llama_cy.prepare import Preparer
 from llama_cy.server.engine import Engine
 
@@ -73,7 +73,7 @@ def test_a_request_goes_to_the_slot_with_its_prefix_and_decodes_only_new_tokens(
         # The chat's first turn (prompt and reply) is reused from its slot's KV cache.
         assert reused >= len(jobs[0].tokens)
         assert reused == min(
-            _common(cache_before, turn2.tokens), len(turn2.tokens) - 1
+            common_prefix(cache_before, turn2.tokens), len(turn2.tokens) - 1
         )  # nothing more, nothing less
         assert reply.timings.prompt_n == len(turn2.tokens) - reused
         assert engine.n_prompt_tokens - n_prompt_before == len(turn2.tokens) - reused
@@ -172,12 +172,3 @@ def test_llama_after_serving_on_the_same_model(gemma_path: Path) -> None:
         llm.close()
     finally:
         model.close()
-
-
-def _common(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

@@ -13,6 +13,7 @@ from llama_cy.completion import Completion, CompletionChunk, Timings
 from llama_cy.grammar import json_schema_to_gbnf
 from llama_cy.responses import Shaper
 from llama_cy.server import schema
+from llama_cy.server.openai_api import messages, prompt
 from llama_cy.server.schema import ApiError
 from llama_cy.settings import SAMPLING_SETTINGS
 
@@ -26,8 +27,6 @@ def routes(server: Server) -> list[RouteSpec]:
     get, post = ["GET"], ["POST"]
 
     async def completion(request: Request) -> Response:
-        from llama_cy.server.openai_api import prompt
-
         server.generating()
         body = await server.body(request, schema.NATIVE_COMPLETION, "prompt")
         sampling = server.sampling(body)
@@ -90,8 +89,6 @@ def routes(server: Server) -> list[RouteSpec]:
         return JSONResponse({"content": text})
 
     async def apply_template(request: Request) -> Response:
-        from llama_cy.server.openai_api import messages
-
         body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
         text = server.preparer.apply_chat_template(
             messages(body["messages"]), tools=body.get("tools")
