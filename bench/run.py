@@ -599,8 +599,9 @@ def main() -> None:
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument(
         "--only",
-        choices=["server", "threads", "core"],
-        help="run one group of comparisons: server, threads (8), or core (1) and (4)",
+        choices=["server", "threads", "core", "batched"],
+        help="run one group of comparisons: server (7), threads (8), batched (6), "
+        "or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -620,6 +621,11 @@ def main() -> None:
         rows = []
         bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
         print(f"wrote {report(rows, args, args.out, suffix='-threads')}")
+        return
+    if args.only == "batched":
+        rows = []
+        bench_batched(rows, native.build_tools(WORK / "native"), models, args)
+        print(f"wrote {report(rows, args, args.out, suffix='-batched')}")
         return
     if args.only == "core":
         rows = []
