@@ -76,7 +76,6 @@ class Sequence:
         "id",
         "job",
         "last_used",
-        "limit",
         "model",
         "n_cached",
         "n_ctx",
@@ -107,7 +106,6 @@ class Sequence:
         self.gen: Generation | None = None
         self.chain: LlamaSampler | None = None
         self.grammar: LlamaSampler | None = None
-        self.limit: int | None = None
         self.token = -1  # the sampled token that the next step decodes
         self.i_batch = -1  # this sequence's output row in the current batch
         self.n_cached = 0
@@ -151,7 +149,7 @@ class Sequence:
         max_tokens = job.max_tokens if job.max_tokens is not None and job.max_tokens > 0 else None
         if limit is not None and limit > 0:
             max_tokens = min(max_tokens or limit, limit)
-        self.job, self.chain, self.grammar, self.limit = job, chain, grammar, max_tokens
+        self.job, self.chain, self.grammar = job, chain, grammar
         self.gen = Generation(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
         self.token = -1
         self.i_batch = -1

@@ -212,10 +212,6 @@ class Server:
                 out[name] = value
         return out
 
-    async def prepare(self, method: Callable[..., Job], *args: Any, **kwargs: Any) -> Job:
-        """Run a :class:`~llama_cy.prepare.Preparer` method off the event loop."""
-        return await asyncio.to_thread(method, *args, **kwargs)
-
     async def run(
         self,
         request: Request,

@@ -111,8 +111,6 @@ class Engine:
         self.t_predicted_s = 0.0
         self.n_decode = 0
         self.n_busy_slots = 0
-        #: Tokens decoded, prompt and generated (what prefix reuse saves shows here).
-        self.n_decoded_tokens = 0
 
     # ---- lifetime --------------------------------------------------------------------
 
@@ -307,7 +305,6 @@ class Engine:
         dt = time.perf_counter() - t0
         self.n_decode += 1
         self.n_busy_slots += len(busy)
-        self.n_decoded_tokens += n_gen + n_prompt
         if n_prompt:
             self.n_prompt_tokens += n_prompt
             self.t_prompt_s += dt * n_prompt / (n_prompt + n_gen)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -41,7 +42,7 @@ def routes(server: Server) -> list[RouteSpec]:
         if "json_schema" in body and "grammar" not in body:
             sampling["grammar"] = json_schema_to_gbnf(body["json_schema"])
         n_probs = body.get("n_probs", 0)
-        job = await server.prepare(
+        job = await asyncio.to_thread(
             server.preparer.completion,
             prompt(body["prompt"]),
             max_tokens=body.get("n_predict", body.get("max_tokens")),

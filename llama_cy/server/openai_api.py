@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def completions(request: Request) -> Response:
         server.generating()
         body = await server.body(request, schema.COMPLETION, "prompt")
-        job = await server.prepare(
+        job = await asyncio.to_thread(
             server.preparer.completion,
             prompt(body["prompt"]),
             suffix=body.get("suffix"),
@@ -70,7 +71,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def chat_completions(request: Request) -> Response:
         server.generating()
         body = await server.body(request, schema.CHAT, "messages")
-        job = await server.prepare(
+        job = await asyncio.to_thread(
             server.preparer.chat,
             messages(body["messages"]),
             tools=body.get("tools"),
