@@ -19,7 +19,6 @@ TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
 
 # The package build turns llama.cpp's tools off; everything else stays as it was.
 _ENABLE = {
-    "-DLLAMA_BUILD_COMMON=OFF": "-DLLAMA_BUILD_COMMON=ON",
     "-DLLAMA_BUILD_TOOLS=OFF": "-DLLAMA_BUILD_TOOLS=ON",
     "-DLLAMA_BUILD_SERVER=OFF": "-DLLAMA_BUILD_SERVER=ON",
 }

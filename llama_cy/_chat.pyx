@@ -1,10 +1,159 @@
 # cython: language_level=3
-"""llama.cpp's built-in chat template engine (the fallback when Jinja2 cannot render)."""
+"""llama.cpp's chat engine (its ``common`` library, what llama-server runs): chat
+templates in its own Jinja engine, tool-call and reasoning parsers, JSON schema to
+grammar, and the built-in (non-Jinja) templates of ``llama.h``.
+
+Requests and results cross as JSON text (``_chat_shim.h``); :mod:`llama_cy.chat` gives
+them types. Every C++ exception becomes a Python exception (``except +``): a template
+that does not parse, a message list of the wrong shape, a schema with a bad ``$ref``.
+"""
+
+import json
 
 from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
+from libcpp cimport bool as cbool
+from libcpp.string cimport string
 
 cimport llama_cy._c.llama as c
+from llama_cy._model cimport LlamaModel
+
+
+cdef extern from "_chat_shim.h" nogil:
+    cdef cppclass common_chat_templates:
+        pass
+
+    common_chat_templates *templates_init "lcy::templates_init"(
+        const c.llama_model *model, const string &source) except +
+    void templates_free "lcy::templates_free"(common_chat_templates *tmpls)
+    string templates_source "lcy::templates_source"(
+        const common_chat_templates *tmpls, const string &variant) except +
+    string templates_caps "lcy::templates_caps"(const common_chat_templates *tmpls) except +
+    string templates_apply "lcy::templates_apply"(
+        const common_chat_templates *tmpls, const string &request) except +
+    string schema_to_grammar "lcy::schema_to_grammar"(const string &schema) except +
+
+    cdef cppclass parser "lcy::parser":
+        parser(const string &config) except +
+        string parse(const string &text, cbool is_partial) except +
+        string update(const string &text, cbool is_partial) except +
+
+
+cdef inline string _utf8(str s):
+    return s.encode("utf-8")
+
+
+cdef inline str _str(const string &s):
+    return s.decode("utf-8", "replace")
+
+
+cdef class ChatTemplates:
+    """A model's chat templates as llama.cpp's common library holds them.
+
+    ``source`` replaces the model's template: Jinja text, or ``"chatml"``. Used with
+    ``use_jinja=False`` in :meth:`apply`, the source may also be a built-in template's
+    name (see :func:`chat_builtin_templates`). ValueError if the template does not parse.
+    With no model (``source`` required), ``bos_token`` and ``eos_token`` render empty.
+    The model is read here only: the templates keep nothing of it.
+    """
+
+    cdef common_chat_templates *ptr
+
+    def __cinit__(self, LlamaModel model, str source=None):
+        self.ptr = NULL
+        cdef const c.llama_model *m = NULL
+        if model is not None:
+            model._ensure_alive()
+            m = model.ptr
+        elif not source:
+            raise ValueError("a chat template needs a model or a template source")
+        cdef string src = _utf8(source or "")
+        try:
+            with nogil:
+                self.ptr = templates_init(m, src)
+        except Exception as exc:
+            raise ValueError(f"the chat template does not parse: {exc}") from None
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            templates_free(self.ptr)
+            self.ptr = NULL
+
+    def source(self, str variant=""):
+        """The template's Jinja source (``variant="tool_use"``: the tool-use one, if any)."""
+        return _str(templates_source(self.ptr, _utf8(variant)))
+
+    def caps(self):
+        """What the template supports (``supports_tools``, ``supports_system_role``, ...)."""
+        return json.loads(_str(templates_caps(self.ptr)))
+
+    def apply(self, request):
+        """Render one request (a mapping of llama-server's chat inputs); a dict of
+        ``common_chat_params``. ValueError for a request the engine refuses."""
+        cdef string req = _utf8(json.dumps(request, ensure_ascii=False))
+        cdef string out
+        try:
+            with nogil:
+                out = templates_apply(self.ptr, req)
+        except Exception as exc:
+            raise ValueError(str(exc)) from None
+        return json.loads(_str(out))
+
+
+cdef class ChatOutputParser:
+    """One generation's output parser (``common_chat_parse``), built from the ``format``,
+    ``parser``, ``generation_prompt``, ``reasoning_format`` and ``parse_tool_calls`` of a
+    render. :meth:`update` also gives the deltas since the previous call."""
+
+    cdef parser *ptr
+
+    def __cinit__(self, config):
+        self.ptr = NULL
+        cdef string cfg = _utf8(json.dumps(config, ensure_ascii=False))
+        try:
+            self.ptr = new parser(cfg)
+        except Exception as exc:
+            raise ValueError(f"bad chat parser configuration: {exc}") from None
+
+    def __dealloc__(self):
+        del self.ptr
+        self.ptr = NULL
+
+    def parse(self, str text, bint partial=False):
+        """The message in ``text`` (``partial``: more text may follow)."""
+        cdef string t = _utf8(text)
+        cdef string out
+        try:
+            with nogil:
+                out = self.ptr.parse(t, partial)
+        except Exception as exc:
+            raise ValueError(f"the output does not parse: {exc}") from None
+        return json.loads(_str(out))
+
+    def update(self, str text, bint partial=True):
+        """``{"diffs": [...], "message": {...}}`` for ``text``, the whole output so far."""
+        cdef string t = _utf8(text)
+        cdef string out
+        try:
+            with nogil:
+                out = self.ptr.update(t, partial)
+        except Exception as exc:
+            raise ValueError(f"the output does not parse: {exc}") from None
+        return json.loads(_str(out))
+
+
+def json_schema_to_grammar(schema):
+    """GBNF for a JSON schema (a mapping, or its JSON text), by llama.cpp's converter;
+    ValueError for a schema it cannot convert."""
+    text = schema if isinstance(schema, str) else json.dumps(schema, ensure_ascii=False)
+    cdef string s = _utf8(text)
+    cdef string out
+    try:
+        with nogil:
+            out = schema_to_grammar(s)
+    except Exception as exc:
+        raise ValueError(f"the JSON schema cannot be turned into a grammar: {exc}") from None
+    return _str(out)
 
 
 def chat_builtin_templates():
@@ -18,38 +167,3 @@ def chat_builtin_templates():
         return [names[i].decode() for i in range(n)]
     finally:
         free(names)
-
-
-def chat_apply_template(str template, messages, bint add_generation_prompt=True):
-    """Render ``messages`` (``role``/``content`` mappings) with a built-in template.
-
-    ``template`` is a name from :func:`chat_builtin_templates` or a Jinja source that
-    llama.cpp recognises by its markers. ValueError if it recognises neither.
-    """
-    cdef list items = [(str(m["role"]).encode(), str(m.get("content") or "").encode())
-                       for m in messages]
-    cdef bytes tmpl = template.encode()
-    cdef size_t n = len(items)
-    cdef c.llama_chat_message *chat = <c.llama_chat_message *>malloc(max(1, n) * sizeof(c.llama_chat_message))
-    if chat == NULL:
-        raise MemoryError()
-    cdef size_t i
-    cdef int32_t size = 256
-    cdef int32_t needed
-    cdef bytearray buf
-    try:
-        for i in range(n):
-            chat[i].role = <bytes>items[i][0]
-            chat[i].content = <bytes>items[i][1]
-        for i in range(n):
-            size += len(items[i][0]) + len(items[i][1]) + 64
-        while True:
-            buf = bytearray(size)
-            needed = c.llama_chat_apply_template(tmpl, chat, n, add_generation_prompt, <char *>buf, size)
-            if needed < 0:
-                raise ValueError(f"llama.cpp has no built-in chat template matching {template[:60]!r}")
-            if needed <= size:
-                return bytes(buf[:needed]).decode("utf-8", "replace")
-            size = needed
-    finally:
-        free(chat)

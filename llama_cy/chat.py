@@ -1,35 +1,37 @@
-"""Chat prompts: the model's Jinja template, llama.cpp's built-in templates, tool calls.
+"""Chat through llama.cpp's own chat engine (its ``common`` library, what llama-server runs).
 
-A GGUF file carries its chat template as Jinja source (``tokenizer.chat_template``).
-:class:`ChatFormatter` renders it in Jinja2's immutable sandbox with the Hugging Face
-conventions (``messages``, ``add_generation_prompt``, ``bos_token``, ``eos_token``,
-``tools``, ``raise_exception``, ``strftime_now``). A model without one, or a named
-``chat_format``, uses llama.cpp's built-in template engine instead.
+:class:`ChatTemplate` renders a conversation with the model's template (or another) in
+llama.cpp's Jinja engine and gives a :class:`ChatPrompt`: the prompt text and what the
+model family needs to answer it (a grammar for tool calls or a JSON schema, the lazy
+grammar's triggers, tokens to keep whole, extra stops, the format of the reply).
+:class:`ChatParser` reads the reply back into a :class:`ChatMessage` (content,
+``reasoning_content``, tool calls), whole or while it streams, as OpenAI deltas.
 
-Tool calls use the ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` form
-(Hermes, Qwen); :func:`parse_tool_calls` also reads a bare JSON call (Llama 3) and
-Mistral's ``[TOOL_CALLS]``.
+A custom sampling loop uses the two directly; ``Llama`` and the server use them for
+every chat request.
 """
 
 from __future__ import annotations
 
-import datetime
-import json
-import re
-import uuid
+import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from llama_cy._chat import chat_apply_template, chat_builtin_templates
+from llama_cy._chat import ChatOutputParser, ChatTemplates, chat_builtin_templates
 from llama_cy._model import LlamaModel
-from llama_cy.grammar import json_schema_to_gbnf
 
 __all__ = [
     "CHAT_FORMATS",
-    "ChatFormatter",
-    "parse_tool_calls",
-    "tool_call_grammar",
-    "tools_system_prompt",
+    "REASONING_FORMATS",
+    "ChatDelta",
+    "ChatMessage",
+    "ChatParser",
+    "ChatPrompt",
+    "ChatTemplate",
+    "GrammarTrigger",
+    "ToolCall",
+    "chat_builtin_templates",
 ]
 
 #: llama-cpp-python's ``chat_format`` names and the llama.cpp built-in template for each.
@@ -46,231 +48,328 @@ CHAT_FORMATS = {
     "phi3": "phi3",
 }
 
-TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+#: llama-server's ``reasoning_format`` values: ``none`` leaves thoughts in the content;
+#: ``auto`` and ``deepseek`` move them to ``reasoning_content``; ``deepseek-legacy`` also
+#: keeps the tags in a stream's content.
+REASONING_FORMATS = ("none", "auto", "deepseek", "deepseek-legacy")
+
+_log = logging.getLogger("llama_cy")
+
+# common_grammar_trigger_type
+_TRIGGER_TOKEN, _TRIGGER_WORD, _TRIGGER_PATTERN, _TRIGGER_PATTERN_FULL = range(4)
 
 
-def _raise_exception(message: str) -> None:
-    from jinja2.exceptions import TemplateError
+@dataclass(frozen=True, slots=True)
+class GrammarTrigger:
+    """When a lazy grammar wakes: ``kind`` is ``"token"``, ``"word"``, ``"pattern"`` or
+    ``"pattern_full"``; ``pattern`` is the regular expression llama.cpp's lazy grammar
+    is given for it (llama-server's conversion)."""
 
-    raise TemplateError(message)
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.datetime.now().strftime(fmt)
-
-
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    # Hugging Face's tojson: no HTML escaping, non-ASCII kept (Jinja2's own escapes both).
-    return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-    )
+    kind: str
+    value: str
+    pattern: str
 
 
-def jinja_environment() -> Any:
-    """The sandboxed Jinja2 environment chat templates render in (Hugging Face settings)."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+@dataclass(frozen=True, slots=True)
+class ChatPrompt:
+    """One rendered conversation (llama.cpp's ``common_chat_params``).
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
-    return env
+    ``grammar`` (GBNF, empty for none) constrains the reply; it is ``grammar_lazy`` when
+    it applies only from a ``grammar_triggers`` match on. ``preserved_tokens`` are
+    special tokens the reply may contain as text (tool-call tags). ``additional_stops``
+    end the reply. ``generation_prompt`` is the part of the prompt that opens the
+    assistant's turn. ``format`` and ``parser`` tell :class:`ChatParser` how to read the
+    reply. ``reasoning_format`` is the one the prompt was rendered for.
+    """
+
+    prompt: str
+    format: int = 0
+    format_name: str = "Content-only"
+    grammar: str = ""
+    grammar_lazy: bool = False
+    grammar_triggers: tuple[GrammarTrigger, ...] = ()
+    preserved_tokens: tuple[str, ...] = ()
+    additional_stops: tuple[str, ...] = ()
+    generation_prompt: str = ""
+    parser: str = field(default="", repr=False)
+    supports_thinking: bool = False
+    thinking_start_tag: str = ""
+    thinking_end_tags: tuple[str, ...] = ()
+    reasoning_format: str = "auto"
+
+    def grammar_trigger_patterns(self) -> list[str]:
+        """The lazy grammar's trigger patterns, as llama.cpp's ``common_sampler`` builds
+        them (a pattern_full trigger anchored at both ends). Token triggers are left to
+        the caller, who has the vocabulary."""
+        out = []
+        for t in self.grammar_triggers:
+            if t.kind == "pattern_full":
+                p = t.pattern
+                out.append(
+                    "^$"
+                    if not p
+                    else ("" if p[0] == "^" else "^") + p + ("" if p[-1] == "$" else "$")
+                )
+            elif t.kind != "token":
+                out.append(t.pattern)
+        return out
 
 
-def _text_content(content: Any) -> str:
-    """Message content as text (OpenAI content parts joined)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call in a reply; ``arguments`` is JSON text."""
+
+    name: str
+    arguments: str
+    id: str = ""
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
-class ChatFormatter:
-    """Renders a message list into the prompt the model was trained on.
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """An assistant reply as the chat engine parses it."""
 
-    ``template`` (Jinja source) overrides the model's; ``chat_format`` picks a named
-    format (llama-cpp-python's names or llama.cpp's built-in ones) instead.
+    content: str = ""
+    reasoning_content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: str = "assistant"
+
+    @classmethod
+    def _from(cls, d: Mapping[str, Any]) -> ChatMessage:
+        calls = tuple(ToolCall(c["name"], c["arguments"], c["id"]) for c in d["tool_calls"])
+        return cls(d["content"], d["reasoning_content"], calls, d["role"])
+
+    def to_openai(self) -> dict[str, Any]:
+        """OpenAI's ``message``: ``content`` is None when the reply is only tool calls;
+        ``reasoning_content`` and ``tool_calls`` appear when there are any."""
+        out: dict[str, Any] = {
+            "role": self.role,
+            "content": self.content if self.content or not self.tool_calls else None,
+        }
+        if self.reasoning_content:
+            out["reasoning_content"] = self.reasoning_content
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDelta:
+    """One step of a streamed reply (llama.cpp's ``common_chat_msg_diff``): new content,
+    new reasoning, or a piece of tool call ``index`` (its id and name come with its first
+    piece, its arguments in pieces)."""
+
+    content: str = ""
+    reasoning_content: str = ""
+    index: int | None = None
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+    def to_openai(self) -> dict[str, Any]:
+        """OpenAI's ``delta`` for this step."""
+        out: dict[str, Any] = {}
+        if self.content:
+            out["content"] = self.content
+        if self.reasoning_content:
+            out["reasoning_content"] = self.reasoning_content
+        if self.index is not None:
+            call: dict[str, Any] = {"index": self.index}
+            if self.id:
+                call["id"] = self.id
+                call["type"] = "function"
+            fn = {}
+            if self.name:
+                fn["name"] = self.name
+            if self.arguments or not self.name:
+                fn["arguments"] = self.arguments
+            call["function"] = fn
+            out["tool_calls"] = [call]
+        return out
+
+
+def _check_reasoning_format(value: str) -> str:
+    if value not in REASONING_FORMATS:
+        raise ValueError(
+            f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}, not {value!r}"
+        )
+    return value
+
+
+class ChatTemplate:
+    """A model's chat template in llama.cpp's chat engine.
+
+    ``template`` replaces the model's own: Jinja source, or ``"chatml"``. With
+    ``use_jinja=False`` the template goes through llama.cpp's built-in (non-Jinja)
+    formatter instead, and may also be a built-in name (:func:`chat_builtin_templates`)
+    or one of llama-cpp-python's ``chat_format`` names (:data:`CHAT_FORMATS`). A model
+    without a template gets ChatML, as in llama-server. ``model=None`` renders
+    ``template`` with empty BOS and EOS texts. ValueError if the template does not parse.
     """
 
     def __init__(
-        self, model: LlamaModel, chat_format: str | None = None, template: str | None = None
+        self, model: LlamaModel | None, template: str | None = None, *, use_jinja: bool = True
     ) -> None:
+        if not use_jinja and template is not None:
+            template = CHAT_FORMATS.get(template, template)
         self.model = model
-        self.bos_token = model.token_text(model.token_bos) if model.token_bos >= 0 else ""
-        self.eos_token = model.token_text(model.token_eos) if model.token_eos >= 0 else ""
-        self.builtin: str | None = None
-        self.template: str | None = None
-        if chat_format is not None:
-            name = CHAT_FORMATS.get(chat_format, chat_format)
-            if name not in chat_builtin_templates():
-                known = sorted({*CHAT_FORMATS, *chat_builtin_templates()})
-                raise ValueError(f"unknown chat_format {chat_format!r}; known: {', '.join(known)}")
-            self.builtin = name
-        else:
-            self.template = template if template is not None else model.chat_template()
-            if self.template is None:
-                self.builtin = _guess_builtin(model)
-        self._compiled: Any = None
+        self.use_jinja = use_jinja
+        self._tmpls = ChatTemplates(model, template)
 
     @property
-    def supports_tools(self) -> bool:
-        """Whether the template itself renders a ``tools`` list."""
-        return self.template is not None and "tools" in self.template
+    def source(self) -> str:
+        """The Jinja source in use."""
+        return str(self._tmpls.source())
 
-    def render(
+    @property
+    def caps(self) -> dict[str, bool]:
+        """What the template supports, as llama-server's ``/props`` reports it."""
+        caps: dict[str, bool] = self._tmpls.caps()
+        return caps
+
+    def apply(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
-        add_generation_prompt: bool = True,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        **kwargs: Any,
-    ) -> str:
-        """The prompt text for ``messages`` (as the template renders it, BOS text included)."""
-        if self.template is not None:
-            if self._compiled is None:
-                self._compiled = jinja_environment().from_string(self.template)
-            variables: dict[str, Any] = {
-                "messages": [dict(m) for m in messages],
-                "add_generation_prompt": add_generation_prompt,
-                "bos_token": self.bos_token,
-                "eos_token": self.eos_token,
-                **kwargs,
+        tool_choice: str = "auto",
+        parallel_tool_calls: bool | None = None,
+        json_schema: Mapping[str, Any] | None = None,
+        grammar: str | None = None,
+        add_generation_prompt: bool = True,
+        continue_final_message: bool | str | None = None,
+        reasoning_format: str = "auto",
+        enable_thinking: bool = True,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+    ) -> ChatPrompt:
+        """Render ``messages`` (OpenAI's shape) for the model to answer.
+
+        ``tools`` with ``tool_choice`` (``"auto"``, ``"required"`` or ``"none"``) and
+        ``parallel_tool_calls`` (default: whether the template supports them) give the
+        grammar and triggers of the family's tool-call syntax; ``json_schema`` a grammar
+        for a JSON reply; ``grammar`` passes a GBNF grammar through. ``reasoning_format``,
+        ``enable_thinking`` and ``chat_template_kwargs`` are llama-server's. ValueError
+        for what the engine refuses (a malformed message, a grammar with tools, ...).
+        """
+        if tool_choice not in ("auto", "required", "none"):
+            raise ValueError(
+                f"tool_choice must be 'auto', 'required' or 'none', not {tool_choice!r}"
+            )
+        _check_reasoning_format(reasoning_format)
+        if parallel_tool_calls is None:
+            parallel_tool_calls = bool(self.caps.get("supports_parallel_tool_calls", False))
+        request: dict[str, Any] = {
+            "messages": [dict(m) for m in messages],
+            "tools": [dict(t) for t in tools] if tools else None,
+            "tool_choice": tool_choice,
+            "parallel_tool_calls": bool(parallel_tool_calls),
+            "json_schema": dict(json_schema) if json_schema is not None else None,
+            "grammar": grammar or "",
+            "add_generation_prompt": add_generation_prompt,
+            "use_jinja": self.use_jinja,
+            "reasoning_format": reasoning_format,
+            "enable_thinking": enable_thinking,
+            "chat_template_kwargs": dict(chat_template_kwargs or {}),
+        }
+        if continue_final_message is not None:
+            request["continue_final_message"] = continue_final_message
+        r = self._tmpls.apply(request)
+        kinds = {
+            _TRIGGER_TOKEN: "token",
+            _TRIGGER_WORD: "word",
+            _TRIGGER_PATTERN: "pattern",
+            _TRIGGER_PATTERN_FULL: "pattern_full",
+        }
+        return ChatPrompt(
+            prompt=r["prompt"],
+            format=r["format"],
+            format_name=r["format_name"],
+            grammar=r["grammar"],
+            grammar_lazy=r["grammar_lazy"],
+            grammar_triggers=tuple(
+                GrammarTrigger(kinds[t["type"]], t["value"], t["pattern"])
+                for t in r["grammar_triggers"]
+            ),
+            preserved_tokens=tuple(r["preserved_tokens"]),
+            additional_stops=tuple(r["additional_stops"]),
+            generation_prompt=r["generation_prompt"],
+            parser=r["parser"],
+            supports_thinking=r["supports_thinking"],
+            thinking_start_tag=r["thinking_start_tag"],
+            thinking_end_tags=tuple(r["thinking_end_tags"]),
+            reasoning_format=reasoning_format,
+        )
+
+
+class ChatParser:
+    """Reads one reply to ``prompt`` into a :class:`ChatMessage`.
+
+    ``parse(text)`` reads a whole reply; ``update(text)`` takes the reply so far (each
+    call the whole text, longer than the last) and gives the :class:`ChatDelta` steps
+    since the previous call, so a stream of them adds up to the parsed message. Tool
+    calls get an id at their first appearance, kept for the rest of the reply.
+    ``reasoning_format`` defaults to the prompt's; ``stream`` with ``deepseek-legacy``
+    keeps the thinking tags in the content, as llama-server does.
+    """
+
+    def __init__(
+        self,
+        prompt: ChatPrompt,
+        *,
+        reasoning_format: str | None = None,
+        parse_tool_calls: bool = True,
+        stream: bool = False,
+    ) -> None:
+        fmt = _check_reasoning_format(reasoning_format or prompt.reasoning_format)
+        self._parser = ChatOutputParser(
+            {
+                "format": prompt.format,
+                "parser": prompt.parser,
+                "generation_prompt": prompt.generation_prompt,
+                "reasoning_format": fmt,
+                "reasoning_in_content": stream and fmt == "deepseek-legacy",
+                "parse_tool_calls": parse_tool_calls,
             }
-            if tools:
-                variables["tools"] = list(tools)
-            text: str = self._compiled.render(**variables)
-            return text
-        assert self.builtin is not None
-        flat = [
-            {"role": m["role"] if m["role"] != "tool" else "user", "content": _flatten(m)}
-            for m in messages
+        )
+        self.message = ChatMessage()
+
+    def parse(self, text: str, partial: bool = False) -> ChatMessage:
+        """The message ``text`` holds (``partial``: the reply may go on). A final text
+        that does not match the family's format is all content, as the model wrote it."""
+        try:
+            return ChatMessage._from(self._parser.parse(text, partial))
+        except ValueError:
+            if partial:
+                raise
+            _log.warning("the reply does not match the chat format; it is returned as content")
+            return ChatMessage(text)
+
+    def update(self, text: str, partial: bool = True) -> list[ChatDelta]:
+        """The steps from the previous call's message to this text's (``partial=False``
+        for the final text); :attr:`message` becomes this text's message."""
+        try:
+            r = self._parser.update(text, partial)
+        except ValueError:
+            # Only a final text raises: it becomes content, after what was sent already.
+            _log.warning("the reply does not match the chat format; it is returned as content")
+            sent = self.message.content
+            self.message = ChatMessage(text)
+            return [ChatDelta(text[len(sent) :])] if text.startswith(sent) else []
+        self.message = ChatMessage._from(r["message"])
+        return [
+            ChatDelta(
+                d["content"],
+                d["reasoning_content"],
+                d.get("index"),
+                d.get("id", ""),
+                d.get("name", ""),
+                d.get("arguments", ""),
+            )
+            for d in r["diffs"]
         ]
-        return chat_apply_template(self.builtin, flat, add_generation_prompt)
-
-
-def _flatten(message: Mapping[str, Any]) -> str:
-    """A message as plain text for templates that know nothing of tools."""
-    text = _text_content(message.get("content"))
-    if message.get("role") == "tool":
-        return f"<tool_response>\n{text}\n</tool_response>"
-    for call in message.get("tool_calls") or ():
-        fn = call.get("function", call)
-        args = fn.get("arguments", {})
-        args = json.loads(args) if isinstance(args, str) else args
-        call_json = json.dumps({"name": fn["name"], "arguments": args})
-        text += f"{TOOL_CALL_OPEN}{call_json}{TOOL_CALL_CLOSE}"
-    return text
-
-
-def _guess_builtin(model: LlamaModel) -> str:
-    """A built-in template for a model without one: Gemma's for Gemma (its GGUFs are often
-    published without a template), else ChatML, as llama.cpp's tools fall back to."""
-    arch = model.metadata.get("general.architecture", "")
-    return "gemma" if arch.startswith("gemma") else "chatml"
-
-
-def tools_system_prompt(tools: Sequence[Mapping[str, Any]]) -> str:
-    """Instructions for a template that cannot render tools itself."""
-    specs = "\n".join(json.dumps(t.get("function", t), ensure_ascii=False) for t in tools)
-    return (
-        "You can call these functions:\n"
-        f"{specs}\n"
-        f"To call one, reply with {TOOL_CALL_OPEN}"
-        '{"name": <function name>, "arguments": <arguments as a JSON object>}'
-        f"{TOOL_CALL_CLOSE} and nothing else."
-    )
-
-
-def tool_call_grammar(
-    tools: Sequence[Mapping[str, Any]], name: str | None = None, tagged: bool = True
-) -> str:
-    """GBNF for one call of one of ``tools`` (or of the tool ``name``).
-
-    ``tagged`` wraps the JSON in ``<tool_call>...</tool_call>`` (the form a lazy
-    grammar is triggered by); untagged it is the JSON object alone.
-    """
-    options = []
-    for tool in tools:
-        fn = tool.get("function", tool)
-        if name is not None and fn["name"] != name:
-            continue
-        params = fn.get("parameters") or {"type": "object"}
-        options.append(
-            {
-                "type": "object",
-                "properties": {"name": {"const": fn["name"]}, "arguments": params},
-                "required": ["name", "arguments"],
-            }
-        )
-    if not options:
-        raise ValueError(f"tool_choice names {name!r}, which is not among the tools")
-    schema = options[0] if len(options) == 1 else {"anyOf": options}
-    gbnf = json_schema_to_gbnf(schema)
-    if not tagged:
-        return gbnf
-    return gbnf.replace("root ::= ", "call ::= ", 1) + (
-        f'root ::= "{TOOL_CALL_OPEN}" call "{TOOL_CALL_CLOSE}"\n'
-    )
-
-
-_TAGGED = re.compile(re.escape(TOOL_CALL_OPEN) + r"\s*(.*?)\s*" + re.escape(TOOL_CALL_CLOSE), re.S)
-
-
-def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
-    """Split generated text into (content, OpenAI ``tool_calls``).
-
-    Reads ``<tool_call>`` blocks, Mistral's ``[TOOL_CALLS] [...]``, and a reply that is
-    one JSON call (``{"name": ..., "arguments"|"parameters": {...}}``). Text that holds
-    no well-formed call comes back as content with no calls.
-    """
-    calls: list[dict[str, Any]] = []
-    content = text
-    if TOOL_CALL_OPEN in text:
-        for raw in _TAGGED.findall(text):
-            calls.extend(_calls_from_json(raw))
-        if calls:
-            content = _TAGGED.sub("", text)
-    elif "[TOOL_CALLS]" in text:
-        head, _, raw = text.partition("[TOOL_CALLS]")
-        calls = _calls_from_json(raw)
-        if calls:
-            content = head
-    elif text.strip().startswith(("{", "[")):
-        calls = _calls_from_json(text.strip())
-        if calls:
-            content = ""
-    content = content.strip()
-    return (content or None) if calls else text, calls
-
-
-def _calls_from_json(raw: str) -> list[dict[str, Any]]:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return []
-    items = value if isinstance(value, list) else [value]
-    calls = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            return []
-        args = item.get("arguments", item.get("parameters", {}))
-        calls.append(
-            {
-                "id": "call_" + uuid.uuid4().hex[:24],
-                "type": "function",
-                "function": {
-                    "name": item["name"],
-                    "arguments": args
-                    if isinstance(args, str)
-                    else json.dumps(args, ensure_ascii=False),
-                },
-            }
-        )
-    return calls

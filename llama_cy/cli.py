@@ -102,15 +102,73 @@ def _add_sampling(p: argparse.ArgumentParser, n_predict: int) -> None:
     )
 
 
+def _add_chat_template(p: argparse.ArgumentParser) -> None:
+    from llama_cy.chat import REASONING_FORMATS
+
+    g = p.add_argument_group("chat template (llama-server's flags)")
+    g.add_argument(
+        "--jinja",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="render with llama.cpp's Jinja engine (--no-jinja: its built-in formatter)",
+    )
+    g.add_argument("--chat-template", help="a Jinja template, or a built-in template's name")
+    g.add_argument("--chat-template-file", help="a file with a Jinja chat template")
+    g.add_argument(
+        "--chat-template-kwargs",
+        type=_json_object,
+        default={},
+        help="JSON object of template variables, e.g. '{\"enable_thinking\": false}'",
+    )
+    g.add_argument(
+        "--reasoning-format",
+        choices=REASONING_FORMATS,
+        default="auto",
+        help="where thoughts go: none (in the content), auto/deepseek (reasoning_content), "
+        "deepseek-legacy (both, in streams) (default: auto)",
+    )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def _chat_template(args: argparse.Namespace) -> dict[str, Any]:
+    """The chat-template flags as keywords of ``Llama``/``Preparer``: a built-in name
+    given to --chat-template is a ``chat_format``, anything else Jinja source."""
+    from llama_cy.chat import CHAT_FORMATS, chat_builtin_templates
+
+    template = args.chat_template
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            template = f.read()
+    builtin = template is not None and (
+        template in CHAT_FORMATS or template in chat_builtin_templates()
+    )
+    return {
+        "chat_format": template if builtin else None,
+        "chat_template": None if builtin else template,
+        "use_jinja": args.jinja,
+        "reasoning_format": args.reasoning_format,
+        "chat_template_kwargs": args.chat_template_kwargs,
+    }
+
+
 def _sampling(args: argparse.Namespace) -> dict[str, Any]:
     grammar = args.grammar
     if args.grammar_file:
         with open(args.grammar_file, encoding="utf-8") as f:
             grammar = f.read()
     if args.json_schema:
-        from llama_cy.grammar import json_schema_to_gbnf
+        from llama_cy.grammar import json_schema_to_grammar
 
-        grammar = json_schema_to_gbnf(json.loads(args.json_schema))
+        grammar = json_schema_to_grammar(args.json_schema)
     return {
         "max_tokens": args.n_predict if args.n_predict > 0 else None,
         "stop": args.reverse_prompt or None,
@@ -209,7 +267,7 @@ def _run(args: argparse.Namespace) -> int:
 def _chat(args: argparse.Namespace) -> int:
     _verbose(args.verbose)
     tty = sys.stdin.isatty()
-    with _llama(args) as llm:
+    with _llama(args, **_chat_template(args)) as llm:
         history: list[dict[str, Any]] = []
         if args.system_prompt:
             history.append({"role": "system", "content": args.system_prompt})
@@ -265,10 +323,6 @@ def _serve(args: argparse.Namespace) -> int:
 
     _verbose(args.verbose)
     path = _model_path(args.model)
-    template = args.chat_template
-    if args.chat_template_file:
-        with open(args.chat_template_file, encoding="utf-8") as f:
-            template = f.read()
     settings = ServerSettings(
         model=path,
         alias=args.alias,
@@ -284,7 +338,7 @@ def _serve(args: argparse.Namespace) -> int:
         embeddings=args.embeddings,
         pooling=args.pooling,
         seed=args.seed,
-        chat_template=template,
+        **_chat_template(args),
         metrics=args.metrics,
         timeout=args.timeout,
         max_queue=args.queue_size,
@@ -602,6 +656,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_model(p)
     p.add_argument("-sys", "--system-prompt", help="the system message")
+    _add_chat_template(p)
     _add_sampling(p, n_predict=-1)
     p.set_defaults(fn=_chat)
 
@@ -634,8 +689,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=["none", "mean", "cls", "last", "rank"],
         help="embedding pooling (default: the model's)",
     )
-    p.add_argument("--chat-template", help="a built-in template's name or a Jinja template")
-    p.add_argument("--chat-template-file", help="a file with a Jinja chat template")
+    _add_chat_template(p)
     p.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics")
     p.add_argument(
         "-to",

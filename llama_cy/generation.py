@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +31,9 @@ from llama_cy.completion import CompletionChunk, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import SamplingParams, build_sampler
 from llama_cy.streaming import Generation
+
+if TYPE_CHECKING:
+    from llama_cy.chat import ChatPrompt
 
 __all__ = ["Job", "Sequence", "StoppingCriteria", "common_prefix", "run"]
 
@@ -53,7 +57,8 @@ class Job:
     stop: tuple[str, ...] = ()
     n_logprobs: int | None = None
     stopping_criteria: tuple[StoppingCriteria, ...] = ()
-    tool_calls: bool = False
+    chat: ChatPrompt | None = None
+    parse_tool_calls: bool = False
 
 
 class Sequence:

@@ -26,7 +26,7 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.aio import in_thread
-from llama_cy.chat import ChatFormatter
+from llama_cy.chat import ChatParser, ChatTemplate
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
 from llama_cy.errors import BusyError, ClosedError
@@ -72,6 +72,12 @@ class Llama:
     :meth:`embed`, :meth:`create_embedding` and, with ``pooling_type="rank"``,
     :meth:`rerank`). ``context_shift=True`` lets generation run past a full context by
     dropping the older half of it (off by default: generation stops with "length").
+
+    Chat goes through llama.cpp's chat engine, as in llama-server: the model's template
+    (or ``chat_template``, Jinja source; or ``chat_format``, a built-in one rendered
+    without Jinja; ``use_jinja=False`` for that formatter with any of them).
+    ``reasoning_format`` and ``chat_template_kwargs`` are the defaults of llama-server's
+    ``--reasoning-format`` and ``--chat-template-kwargs``.
 
     One call runs at a time: a second thread waits for the first. A stream holds the
     object until it is exhausted or closed.
@@ -159,6 +165,9 @@ class Llama:
         last_n_tokens_size: int = 64,
         chat_format: str | None = None,
         chat_template: str | None = None,
+        use_jinja: bool = True,
+        reasoning_format: str = "auto",
+        chat_template_kwargs: Mapping[str, Any] | None = None,
         context_shift: bool = False,
         n_keep: int | None = None,
         no_perf: bool = False,
@@ -211,6 +220,9 @@ class Llama:
             self.model,
             chat_format=chat_format,
             chat_template=chat_template,
+            use_jinja=use_jinja,
+            reasoning_format=reasoning_format,
+            chat_template_kwargs=chat_template_kwargs,
             seed=seed,
             overrides={"penalty_last_n": last_n_tokens_size},
         )
@@ -421,9 +433,9 @@ class Llama:
     # ---- chat -----------------------------------------------------------------------------
 
     @property
-    def formatter(self) -> ChatFormatter:
-        """The chat formatter (the model's template, or ``chat_format``/``chat_template``)."""
-        return self.preparer.formatter
+    def chat_template(self) -> ChatTemplate:
+        """The chat template (the model's, or ``chat_format``/``chat_template``'s)."""
+        return self.preparer.template
 
     def apply_chat_template(
         self,
@@ -467,9 +479,10 @@ class Llama:
         model = kwargs.pop("model", None)
         options = kwargs.pop("stream_options", None)
         job = self.preparer.chat(messages, **kwargs)
+        assert job.chat is not None
         shaper = ChatShaper(
             model or self.model_path,
-            tools=job.tool_calls,
+            ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream),
             logprobs=job.n_logprobs is not None,
             include_usage=bool((options or {}).get("include_usage")),
         )

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from llama_cy._model import LlamaModel
-from llama_cy.chat import TOOL_CALL_OPEN, ChatFormatter, tool_call_grammar, tools_system_prompt
+from llama_cy.chat import (
+    CHAT_FORMATS,
+    REASONING_FORMATS,
+    ChatPrompt,
+    ChatTemplate,
+    chat_builtin_templates,
+)
 from llama_cy.errors import InvalidTokenError
 from llama_cy.generation import Job, StoppingCriteria
-from llama_cy.grammar import json_schema_to_gbnf
+from llama_cy.grammar import check_schema
 from llama_cy.sampling import LlamaGrammar, SamplingParams
 from llama_cy.settings import Profile, check, defaults
 
@@ -76,7 +83,13 @@ def positional(names: Sequence[str], args: tuple[Any, ...], kwargs: dict[str, An
 class Preparer:
     """Prepares jobs for ``model``.
 
-    ``chat_format`` or ``chat_template`` choose the chat template (default: the model's).
+    The chat template is the model's, or ``chat_template`` (Jinja source, or a file's
+    text), or ``chat_format`` (a name llama-cpp-python or llama.cpp's built-in templates
+    know, rendered without Jinja); ``use_jinja=False`` renders any of them with the
+    built-in formatter, as llama-server's ``--no-jinja``. ``reasoning_format`` and
+    ``chat_template_kwargs`` are defaults for chat requests (llama-server's
+    ``--reasoning-format`` and ``--chat-template-kwargs``).
+
     ``profile`` chooses whose sampling defaults apply: ``"llama-cpp-python"`` (temperature
     0.8 for completions, 0.2 for chat) or ``"server"`` (llama-server's, 0.8 for both).
     ``overrides`` replace some of those defaults (``Llama``'s ``last_n_tokens_size``, the
@@ -90,15 +103,34 @@ class Preparer:
         *,
         chat_format: str | None = None,
         chat_template: str | None = None,
+        use_jinja: bool = True,
+        reasoning_format: str = "auto",
+        chat_template_kwargs: Mapping[str, Any] | None = None,
         profile: str = "llama-cpp-python",
         seed: int | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> None:
         if profile not in ("llama-cpp-python", "server"):
             raise ValueError(f"profile must be 'llama-cpp-python' or 'server', not {profile!r}")
+        if chat_format is not None and chat_template is not None:
+            raise ValueError("give chat_format or chat_template, not both")
+        if reasoning_format not in REASONING_FORMATS:
+            raise ValueError(
+                f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}, "
+                f"not {reasoning_format!r}"
+            )
+        if chat_format is not None and chat_format not in {
+            *CHAT_FORMATS,
+            *chat_builtin_templates(),
+        }:
+            known = sorted({*CHAT_FORMATS, *chat_builtin_templates()})
+            raise ValueError(f"unknown chat_format {chat_format!r}; known: {', '.join(known)}")
         self.model = model
         self.chat_format = chat_format
         self.chat_template = chat_template
+        self.use_jinja = use_jinja and chat_format is None
+        self.reasoning_format = reasoning_format
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.profile = profile
         self.seed = None if seed is None or seed < 0 else seed
         self.overrides = dict(overrides or {})
@@ -106,16 +138,17 @@ class Preparer:
         unknown = set(self.overrides) - set(defaults("server"))
         if unknown:
             raise ValueError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
-        self._formatter: ChatFormatter | None = None
+        self._template: ChatTemplate | None = None
 
     # ---- pieces ----------------------------------------------------------------------
 
     @property
-    def formatter(self) -> ChatFormatter:
-        """The chat formatter (the model's template, or ``chat_format``/``chat_template``)."""
-        if self._formatter is None:
-            self._formatter = ChatFormatter(self.model, self.chat_format, self.chat_template)
-        return self._formatter
+    def template(self) -> ChatTemplate:
+        """The chat template in llama.cpp's chat engine (made at first use)."""
+        if self._template is None:
+            source = self.chat_format if self.chat_format is not None else self.chat_template
+            self._template = ChatTemplate(self.model, source, use_jinja=self.use_jinja)
+        return self._template
 
     def tokens(self, prompt: str | bytes | Sequence[int], add_bos: bool = True) -> list[int]:
         """The prompt's tokens (text is tokenized with special tokens parsed); token ids
@@ -219,20 +252,25 @@ class Preparer:
         tools: Sequence[Mapping[str, Any]] | None = None,
         **kwargs: Any,
     ) -> str:
-        """The prompt text the chat template renders for ``messages``."""
-        return self.formatter.render(
-            messages, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs
-        )
+        """The prompt text the chat template renders for ``messages`` (``kwargs``: the
+        template's own variables, as ``chat_template_kwargs``)."""
+        return self.template.apply(
+            messages,
+            tools=tools,
+            add_generation_prompt=add_generation_prompt,
+            chat_template_kwargs={**self.chat_template_kwargs, **kwargs},
+        ).prompt
 
     def chat_tokens(self, text: str) -> list[int]:
         """A rendered chat prompt's tokens."""
-        # The template writes BOS as text; the tokenizer adds it too: keep one.
-        bos = self.formatter.bos_token
-        if self.model.add_bos and bos and text.startswith(bos):
+        # The template may write BOS as text; the tokenizer adds it too: keep one.
+        m = self.model
+        bos = m.token_text(m.token_bos) if m.token_bos >= 0 else ""
+        if m.add_bos and bos and text.startswith(bos):
             text = text[len(bos) :]
         return self.tokens(text, add_bos=True)
 
-    def chat(
+    def chat_prompt(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
@@ -240,23 +278,14 @@ class Preparer:
         function_call: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        parallel_tool_calls: bool | None = None,
         response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        stop: str | Sequence[str] | None = None,
-        logprobs: bool | None = None,
-        top_logprobs: int | None = None,
+        grammar: Any = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
-        stopping_criteria: Sequence[StoppingCriteria] | None = None,
-        **sampling: Any,
-    ) -> Job:
-        """A chat completion's job.
-
-        ``tools``/``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
-        function) make the job's output a tool call: a required or named call is enforced
-        by a grammar, an automatic one by a grammar that wakes at ``<tool_call>``.
-        ``response_format`` ``{"type": "json_object"}`` (optionally with ``"schema"``) or
-        ``{"type": "json_schema", "json_schema": {"schema": ...}}`` is enforced likewise.
-        """
+        reasoning_format: str | None = None,
+    ) -> tuple[ChatPrompt, bool]:
+        """The rendered chat for a request (what llama-server's ``/apply-template``
+        shows), and whether its reply is to be read for tool calls."""
         if functions and not tools:
             tools = [{"type": "function", "function": f} for f in functions]
             if isinstance(function_call, Mapping):
@@ -265,28 +294,86 @@ class Preparer:
                 tool_choice = function_call
         check_tools(tools)
         choice = tool_choice_name(tools, tool_choice)
-        messages = list(messages)
-        render_tools = None
-        if choice != "none" and tools:
-            if self.formatter.supports_tools:
-                render_tools = tools
-            else:
-                messages = _with_system(messages, tools_system_prompt(tools))
-        text = self.apply_chat_template(
-            messages, tools=render_tools, **dict(chat_template_kwargs or {})
+        if tools and choice not in ("auto", "none", "required"):
+            # A named function: that tool alone, and a call required.
+            tools = [t for t in tools if t["function"]["name"] == choice]
+            if not tools:
+                raise ValueError(f"tool_choice names {choice!r}, which is not among the tools")
+            choice = "required"
+        schema = response_format_schema(response_format)
+        if grammar is not None and tools and choice != "none":
+            raise ValueError("a grammar cannot be combined with tools")
+        if grammar is not None and schema is not None:
+            raise ValueError("a grammar cannot be combined with a response_format schema")
+        if schema is not None:
+            check_schema(schema)
+        kwargs = {**self.chat_template_kwargs, **dict(chat_template_kwargs or {})}
+        thinking = kwargs.get("enable_thinking", True)
+        if not isinstance(thinking, bool):
+            raise ValueError("chat_template_kwargs.enable_thinking must be a boolean")
+        prompt = self.template.apply(
+            messages,
+            tools=tools or None,
+            tool_choice=choice if tools else "auto",
+            parallel_tool_calls=parallel_tool_calls,
+            json_schema=schema,
+            reasoning_format=reasoning_format or self.reasoning_format,
+            enable_thinking=thinking,
+            chat_template_kwargs=kwargs,
         )
-        tokens = self.chat_tokens(text)
+        return prompt, bool(tools) and choice != "none"
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int | None = None,
+        stop: str | Sequence[str] | None = None,
+        logprobs: bool | None = None,
+        top_logprobs: int | None = None,
+        stopping_criteria: Sequence[StoppingCriteria] | None = None,
+        functions: Sequence[Mapping[str, Any]] | None = None,
+        function_call: str | Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        parallel_tool_calls: bool | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        reasoning_format: str | None = None,
+        **sampling: Any,
+    ) -> Job:
+        """A chat completion's job, rendered by llama.cpp's chat engine.
+
+        ``tools``/``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
+        function) and ``parallel_tool_calls`` give the model family's tool-call grammar
+        (lazy for ``"auto"``: it wakes at the family's tool-call marker); a template
+        with no tool-call format refuses them. ``response_format`` ``{"type":
+        "json_object"}`` (optionally with ``"schema"``) or ``{"type": "json_schema",
+        "json_schema": {"schema": ...}}`` is enforced by a grammar made from the schema.
+        ``reasoning_format`` (llama-server's values) and ``chat_template_kwargs``
+        (``enable_thinking`` among them) are llama-server's.
+        """
         grammar = sampling.pop("grammar", None)
-        if grammar is None and tools and choice != "none":
-            if choice == "auto":
-                grammar = LlamaGrammar(
-                    tool_call_grammar(tools), triggers=[r"[\s\S]*?(" + TOOL_CALL_OPEN + r")[\s\S]*"]
-                )
-            else:
-                named = None if choice == "required" else choice
-                grammar = LlamaGrammar(tool_call_grammar(tools, named, tagged=False))
-        elif grammar is None and response_format is not None:
-            grammar = response_format_grammar(response_format)
+        prompt, parse_tools = self.chat_prompt(
+            messages,
+            functions=functions,
+            function_call=function_call,
+            tools=tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            response_format=response_format,
+            grammar=grammar,
+            chat_template_kwargs=chat_template_kwargs,
+            reasoning_format=reasoning_format,
+        )
+        if parse_tools and not prompt.grammar:
+            raise ValueError(
+                "this chat template has no tool-call format: give one that renders tools "
+                "(chat_template=...) or leave the tools out"
+            )
+        tokens = self.chat_tokens(prompt.prompt)
+        if grammar is None and prompt.grammar:
+            grammar = self._chat_grammar(prompt)
         params = self.sampling(self._profile(chat=True), grammar=grammar, **sampling)
         if top_logprobs is not None and top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {top_logprobs}")
@@ -295,11 +382,40 @@ class Preparer:
             tokens,
             params,
             max_tokens,
-            _stops(stop),
+            _stops(stop) + prompt.additional_stops,
             n_logprobs,
             tuple(stopping_criteria or ()),
-            tool_calls=bool(tools) and choice != "none",
+            chat=prompt,
+            parse_tool_calls=parse_tools,
         )
+
+    def _chat_grammar(self, prompt: ChatPrompt) -> LlamaGrammar:
+        """The sampler's grammar for a rendered chat, as llama-server sets it up: a word
+        trigger that is one (preserved) token becomes a token trigger; a grammar that
+        applies from the start first accepts the assistant turn's opening."""
+        if not prompt.grammar_lazy:
+            return LlamaGrammar(prompt.grammar, prefill=prompt.generation_prompt)
+        preserved = {
+            ids[0] for ids in map(self._special_tokens, prompt.preserved_tokens) if len(ids) == 1
+        }
+        tokens = []
+        words = []
+        for t in prompt.grammar_triggers:
+            ids = self._special_tokens(t.value) if t.kind == "word" else []
+            if len(ids) == 1:
+                if ids[0] not in preserved:
+                    raise ValueError(f"the grammar trigger {t.value!r} is not a preserved token")
+                tokens.append(ids[0])
+            else:
+                words.append(t)
+        patterns = replace(prompt, grammar_triggers=tuple(words)).grammar_trigger_patterns()
+        if not patterns and not tokens:
+            raise ValueError("the chat template gave a lazy grammar without triggers")
+        return LlamaGrammar(prompt.grammar, triggers=patterns, trigger_tokens=tokens, lazy=True)
+
+    def _special_tokens(self, text: str) -> list[int]:
+        ids: list[int] = self.model.tokenize(text, add_special=False, parse_special=True).tolist()
+        return ids
 
 
 def _stops(stop: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -354,28 +470,29 @@ def check_tools(tools: Sequence[Mapping[str, Any]] | None) -> None:
             )
 
 
-def _with_system(messages: list[Mapping[str, Any]], text: str) -> list[Mapping[str, Any]]:
-    """``messages`` with ``text`` added to (or as) the system message."""
-    if messages and messages[0].get("role") == "system":
-        first = dict(messages[0])
-        first["content"] = f"{first.get('content') or ''}\n\n{text}".strip()
-        return [first, *messages[1:]]
-    return [{"role": "system", "content": text}, *messages]
-
-
-def response_format_grammar(fmt: Mapping[str, Any]) -> LlamaGrammar | None:
-    """The grammar that enforces OpenAI's ``response_format`` (None for plain text)."""
+def response_format_schema(fmt: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON schema OpenAI's ``response_format`` asks for (None for plain text); an
+    absent or empty schema means any JSON object, as in llama-server."""
+    if fmt is None:
+        return None
+    if not isinstance(fmt, Mapping):
+        raise ValueError("response_format must be an object")
     kind = fmt.get("type")
     if kind == "text":
         return None
     if kind == "json_object":
-        return LlamaGrammar(json_schema_to_gbnf(fmt.get("schema")))
-    if kind == "json_schema":
+        schema = fmt.get("schema")
+    elif kind == "json_schema":
         spec = fmt.get("json_schema") or {}
-        schema = spec.get("schema", fmt.get("schema"))
+        schema = spec.get("schema", fmt.get("schema")) if isinstance(spec, Mapping) else None
         if schema is None:
             raise ValueError("response_format json_schema needs json_schema.schema")
-        if isinstance(schema, str):
-            schema = json.loads(schema)
-        return LlamaGrammar(json_schema_to_gbnf(schema))
-    raise ValueError(f"response_format type must be text, json_object or json_schema, not {kind!r}")
+    else:
+        raise ValueError(
+            f"response_format type must be text, json_object or json_schema, not {kind!r}"
+        )
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    if schema is not None and not isinstance(schema, Mapping):
+        raise ValueError("response_format's schema must be a JSON object")
+    return dict(schema) if schema else {"type": "object"}

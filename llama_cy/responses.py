@@ -13,8 +13,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from llama_cy.chat import parse_tool_calls
-from llama_cy.completion import Completion, CompletionChunk, TokenLogprob, join_chunks
+from llama_cy.chat import ChatMessage, ChatParser
+from llama_cy.completion import Completion, CompletionChunk, TokenLogprob
 
 __all__ = ["ChatShaper", "CompletionShaper", "Shaper"]
 
@@ -100,23 +100,26 @@ class CompletionShaper(Shaper):
 
 
 class ChatShaper(Shaper):
-    """Chat completions; with ``tools`` the text is parsed for tool calls at the end."""
+    """Chat completions: the text is read back by a :class:`~llama_cy.chat.ChatParser`
+    (content, ``reasoning_content``, tool calls); a stream sends its deltas as the text
+    grows, tool calls in OpenAI's ``delta.tool_calls`` pieces."""
 
     kind = "chatcmpl"
 
     def __init__(
         self,
         model: str,
+        parser: ChatParser,
         *,
-        tools: bool = False,
         logprobs: bool = False,
         include_usage: bool = False,
     ) -> None:
         super().__init__(model, include_usage=include_usage)
-        self.tools = tools
+        self.parser = parser
         self.logprobs = logprobs
         self._started = False
-        self._held: list[CompletionChunk] = []
+        self._text: list[str] = []
+        self._lps: list[TokenLogprob] = []
 
     def _dict(
         self, delta: Mapping[str, Any], lp: dict[str, Any] | None, finish: str | None
@@ -130,39 +133,44 @@ class ChatShaper(Shaper):
         if not self._started:
             self._started = True
             out.append(self._dict({"role": "assistant", "content": ""}, None, None))
-        if self.tools:
-            # Whether the text is a tool call is known only at the end: send it in one piece.
-            self._held.append(chunk)
-            if chunk.stop_reason is None:
-                return out
-            message, finish = chat_message(join_chunks(self._held), True)
-            delta = {k: v for k, v in message.items() if k != "role" and v is not None}
-            for i, call in enumerate(delta.get("tool_calls", [])):
-                call["index"] = i
-            out.append(self._dict(delta, None, None))
-            out.append(self._dict({}, None, finish))
-            return out + self._usage_chunk("chat.completion.chunk", chunk)
-        lp = chat_logprobs(chunk.logprobs) if self.logprobs else None
-        if chunk.text:
-            out.append(self._dict({"content": chunk.text}, lp, None))
-        if chunk.stop_reason is not None:
-            finish = "length" if chunk.stop_reason == "length" else "stop"
-            out.append(self._dict({}, None, finish))
+        if self.logprobs and chunk.logprobs:
+            self._lps.extend(chunk.logprobs)
+        self._text.append(chunk.text)
+        done = chunk.stop_reason is not None
+        deltas = [d.to_openai() for d in self.parser.update("".join(self._text), not done)]
+        for delta in deltas:
+            if delta:
+                # A token's log-probability goes with the first delta its text shows in.
+                lp = chat_logprobs(self._lps) if self._lps else None
+                self._lps = []
+                out.append(self._dict(delta, lp, None))
+        if done:
+            assert chunk.stop_reason is not None
+            finish = _finish(chunk.stop_reason, self.parser.message)
+            lp = chat_logprobs(self._lps) if self._lps else None
+            out.append(self._dict({}, lp, finish))
         return out + self._usage_chunk("chat.completion.chunk", chunk)
 
     def whole(self, done: Completion) -> dict[str, Any]:
-        message, finish = chat_message(done, self.tools)
+        message = self.parser.parse(done.text)
         choice = {
             "index": 0,
-            "message": message,
+            "message": message.to_openai(),
             "logprobs": chat_logprobs(done.logprobs) if self.logprobs else None,
-            "finish_reason": finish,
+            "finish_reason": _finish(done.stop_reason, message),
         }
         return {
             **self.head("chat.completion"),
             "choices": [choice],
             "usage": usage(done.prompt_tokens, len(done.tokens)),
         }
+
+
+def _finish(stop_reason: str, message: ChatMessage) -> str:
+    """OpenAI's finish_reason: "tool_calls" when a reply that ended by itself holds some."""
+    if stop_reason == "length":
+        return "length"
+    return "tool_calls" if message.tool_calls else "stop"
 
 
 def usage(prompt: int, completion: int) -> dict[str, int]:
@@ -203,15 +211,3 @@ def chat_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
             for lp in lps
         ]
     }
-
-
-def chat_message(done: Completion, with_tools: bool) -> tuple[dict[str, Any], str]:
-    """The assistant message (with ``tool_calls`` if the text holds any) and finish reason."""
-    message: dict[str, Any] = {"role": "assistant", "content": done.text}
-    finish: str = done.finish_reason
-    if with_tools:
-        content, calls = parse_tool_calls(done.text)
-        if calls:
-            message = {"role": "assistant", "content": content, "tool_calls": calls}
-            finish = "tool_calls"
-    return message, finish

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
-from llama_cy.grammar import json_schema_to_gbnf
+from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.settings import check, defaults
 
 __all__ = ["LlamaGrammar", "LogitsProcessor", "SamplingParams", "build_sampler"]
@@ -30,14 +30,29 @@ LogitsProcessor = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], npt.N
 class LlamaGrammar:
     """A GBNF grammar, as llama-cpp-python's ``LlamaGrammar`` (parsed when sampling starts).
 
-    With ``triggers`` (regular expressions) the grammar is lazy: it applies only once the
-    output matches one, from the trigger's first group on (llama.cpp's lazy grammar).
+    A ``lazy`` grammar applies only once the output matches one of ``triggers`` (regular
+    expressions, from the match's first group on) or holds one of ``trigger_tokens``
+    (llama.cpp's lazy grammar); giving triggers makes it lazy. ``prefill`` is text the
+    prompt already ends with that the grammar's sentences start with (a chat template's
+    opening of the assistant turn): the grammar accepts its tokens before sampling.
     """
 
-    def __init__(self, gbnf: str, root: str = "root", triggers: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        gbnf: str,
+        root: str = "root",
+        triggers: Sequence[str] = (),
+        *,
+        trigger_tokens: Sequence[int] = (),
+        lazy: bool = False,
+        prefill: str = "",
+    ) -> None:
         self.gbnf = gbnf
         self.root = root
         self.triggers = tuple(triggers)
+        self.trigger_tokens = tuple(trigger_tokens)
+        self.lazy = lazy or bool(self.triggers or self.trigger_tokens)
+        self.prefill = prefill
 
     @classmethod
     def from_string(cls, grammar: str, verbose: bool = True) -> LlamaGrammar:
@@ -52,10 +67,8 @@ class LlamaGrammar:
     def from_json_schema(
         cls, json_schema: str | Mapping[str, Any], verbose: bool = True
     ) -> LlamaGrammar:
-        import json
-
-        schema = json.loads(json_schema) if isinstance(json_schema, str) else json_schema
-        return cls(json_schema_to_gbnf(schema))
+        """The grammar of a JSON schema, by llama.cpp's ``json_schema_to_grammar``."""
+        return cls(json_schema_to_grammar(json_schema))
 
 
 _D = defaults("completion")
@@ -144,6 +157,19 @@ def _window(name: str, n: int, n_ctx: int) -> int:
     return n_ctx if n == -1 else min(n, n_ctx)
 
 
+def _prefill_tokens(model: LlamaModel, text: str) -> list[int]:
+    """``text``'s tokens as common_sampler_init feeds them to a grammar: a first token
+    that is only the space some tokenizers put before a special token is left out."""
+    if not text:
+        return []
+    tokens: list[int] = model.tokenize(text, add_special=False, parse_special=True).tolist()
+    if tokens and not text[0].isspace():
+        first = model.token_to_piece(tokens[0], special=True)
+        if first[:1].isspace():
+            tokens = tokens[1:]
+    return tokens
+
+
 def build_sampler(
     model: LlamaModel, p: SamplingParams, history: list[int] | None = None, *, n_ctx: int
 ) -> tuple[LlamaSampler, LlamaSampler | None]:
@@ -216,8 +242,12 @@ def build_sampler(
     grammar = None
     if p.grammar is not None:
         g = p.grammar if isinstance(p.grammar, LlamaGrammar) else LlamaGrammar(p.grammar)
-        if g.triggers:
-            grammar = LlamaSampler.grammar_lazy_patterns(model, g.gbnf, g.root, g.triggers)
+        if g.lazy:
+            grammar = LlamaSampler.grammar_lazy_patterns(
+                model, g.gbnf, g.root, g.triggers, g.trigger_tokens
+            )
         else:
             grammar = LlamaSampler.grammar(model, g.gbnf, g.root)
+            for token in _prefill_tokens(model, g.prefill):
+                grammar.accept(token)
     return LlamaSampler.chain(chain, no_perf=True), grammar

@@ -11,10 +11,10 @@ from starlette.responses import JSONResponse, Response
 
 from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.completion import Completion, CompletionChunk, Timings
-from llama_cy.grammar import json_schema_to_gbnf
+from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.responses import Shaper
 from llama_cy.server import schema
-from llama_cy.server.openai_api import messages, prompt
+from llama_cy.server.openai_api import messages, prompt, render_kwargs
 from llama_cy.server.schema import ApiError
 from llama_cy.settings import SAMPLING_SETTINGS
 
@@ -40,7 +40,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 if isinstance(b, (int, float))
             }
         if "json_schema" in body and "grammar" not in body:
-            sampling["grammar"] = json_schema_to_gbnf(body["json_schema"])
+            sampling["grammar"] = json_schema_to_grammar(body["json_schema"])
         n_probs = body.get("n_probs", 0)
         job = await asyncio.to_thread(
             server.preparer.completion,
@@ -91,10 +91,13 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def apply_template(request: Request) -> Response:
         body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
-        text = server.preparer.apply_chat_template(
-            messages(body["messages"]), tools=body.get("tools")
+        prompt, _ = await asyncio.to_thread(
+            server.preparer.chat_prompt,
+            messages(body["messages"]),
+            grammar=body.get("grammar"),
+            **render_kwargs(body),
         )
-        return JSONResponse({"prompt": text})
+        return JSONResponse({"prompt": prompt.prompt})
 
     async def props(request: Request) -> Response:
         sampling = server.preparer.sampling("server")
@@ -105,7 +108,8 @@ def routes(server: Server) -> list[RouteSpec]:
         for s in SAMPLING_SETTINGS:
             value = getattr(sampling, s.name)
             params[s.server_name] = list(value) if isinstance(value, tuple) else value
-        formatter = server.preparer.formatter
+        template = server.preparer.template
+        vocab = server.model
         engine = server.engine
         return JSONResponse(
             {
@@ -113,9 +117,10 @@ def routes(server: Server) -> list[RouteSpec]:
                 "total_slots": len(engine.slots) if engine is not None else 1,
                 "model_alias": server.model_id,
                 "model_path": server.settings.model,
-                "chat_template": formatter.template or "",
-                "bos_token": formatter.bos_token,
-                "eos_token": formatter.eos_token,
+                "chat_template": template.source,
+                "chat_template_caps": template.caps,
+                "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
+                "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
                 "modalities": {"vision": False, "audio": False},
                 "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
                 "endpoint_slots": True,

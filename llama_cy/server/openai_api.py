@@ -11,6 +11,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from llama_cy.chat import ChatParser
 from llama_cy.responses import ChatShaper, CompletionShaper
 from llama_cy.server import schema
 from llama_cy.server.schema import ApiError
@@ -18,7 +19,34 @@ from llama_cy.server.schema import ApiError
 if TYPE_CHECKING:
     from llama_cy.server.app import RouteSpec, Server
 
-__all__ = ["routes"]
+__all__ = ["chat_kwargs", "render_kwargs", "routes"]
+
+
+def render_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``Preparer.chat_prompt`` for a chat request's body (checked
+    against ``schema.CHAT``), as llama-server reads them."""
+    return {
+        "tools": body.get("tools"),
+        "tool_choice": body.get("tool_choice"),
+        "parallel_tool_calls": body.get("parallel_tool_calls"),
+        "functions": body.get("functions"),
+        "function_call": body.get("function_call"),
+        "response_format": body.get("response_format"),
+        "chat_template_kwargs": body.get("chat_template_kwargs"),
+        "reasoning_format": body.get("reasoning_format"),
+    }
+
+
+def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``Preparer.chat`` for a chat request's body."""
+    return {
+        **render_kwargs(body),
+        "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
+        "stop": body.get("stop"),
+        "logprobs": body.get("logprobs"),
+        "top_logprobs": body.get("top_logprobs"),
+        **server.sampling(body),
+    }
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -72,23 +100,13 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await server.body(request, schema.CHAT, "messages")
         job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"]),
-            tools=body.get("tools"),
-            tool_choice=body.get("tool_choice"),
-            functions=body.get("functions"),
-            function_call=body.get("function_call"),
-            response_format=body.get("response_format"),
-            max_tokens=body.get("max_completion_tokens", body.get("max_tokens")),
-            stop=body.get("stop"),
-            logprobs=body.get("logprobs"),
-            top_logprobs=body.get("top_logprobs"),
-            chat_template_kwargs=body.get("chat_template_kwargs"),
-            **server.sampling(body),
+            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
         )
+        assert job.chat is not None
+        stream = bool(body.get("stream"))
         shaper = ChatShaper(
             server.model_id,
-            tools=job.tool_calls,
+            ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream),
             logprobs=job.n_logprobs is not None,
             include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         )

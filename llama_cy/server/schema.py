@@ -2,7 +2,7 @@
 
 Known fields of the wrong type are refused with an OpenAI-shaped 400; unknown fields
 are ignored, as OpenAI's API and llama-server do, so clients that send more than we
-read (``user``, ``parallel_tool_calls``, ...) keep working.
+read (``user``, ...) keep working.
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ CHAT: dict[str, tuple[type, ...]] = {
     "logprobs": _BOOL + _NULL,
     "top_logprobs": _INT + _NULL,
     "chat_template_kwargs": _DICT + _NULL,
+    "parallel_tool_calls": _BOOL + _NULL,
+    "reasoning_format": _STR + _NULL,
 }
 
 #: llama.cpp's native /completion

@@ -7,9 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_cy._chat import chat_builtin_templates
 from llama_cy._model import LlamaModel
-from llama_cy.chat import CHAT_FORMATS
 from llama_cy.prepare import Preparer
 
 __all__ = ["ServerSettings", "load_model"]
@@ -37,7 +35,11 @@ class ServerSettings:
     embeddings: bool = False
     pooling: str | None = None
     seed: int = -1
+    chat_format: str | None = None
     chat_template: str | None = None
+    use_jinja: bool = True
+    reasoning_format: str = "auto"
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     metrics: bool = False
     timeout: float = 600.0
     max_queue: int = 256
@@ -52,17 +54,13 @@ class ServerSettings:
 
     def preparer(self, model: LlamaModel) -> Preparer:
         """How this server prepares requests: llama-server's defaults and template."""
-        chat_format = chat_template = None
-        # --chat-template takes a built-in template's name or a Jinja template.
-        if self.chat_template is not None:
-            if self.chat_template in CHAT_FORMATS or self.chat_template in chat_builtin_templates():
-                chat_format = self.chat_template
-            else:
-                chat_template = self.chat_template
         return Preparer(
             model,
-            chat_format=chat_format,
-            chat_template=chat_template,
+            chat_format=self.chat_format,
+            chat_template=self.chat_template,
+            use_jinja=self.use_jinja,
+            reasoning_format=self.reasoning_format,
+            chat_template_kwargs=self.chat_template_kwargs,
             profile="server",
             seed=self.seed,
             overrides=self.sampling,
