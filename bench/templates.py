@@ -32,14 +32,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import native  # noqa: E402
-
-import llama_cy as lc  # noqa: E402
-from llama_cy.prepare import Preparer  # noqa: E402
+import llama_cy as lc
+from llama_cy.prepare import Preparer
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench")]
+import native  # noqa: E402
+
 TEMPLATES = ROOT / "subprojects" / "llama.cpp" / "models" / "templates"
 WORK = ROOT / "build" / "bench"
 

@@ -32,11 +32,21 @@ cdef extern from "_chat_shim.h" nogil:
     string templates_apply "lcy::templates_apply"(
         const common_chat_templates *tmpls, const string &request) except +
     string schema_to_grammar "lcy::schema_to_grammar"(const string &schema) except +
+    void log_verbosity "lcy::log_verbosity"(int level)
 
     cdef cppclass parser "lcy::parser":
         parser(const string &config) except +
         string parse(const string &text, cbool is_partial) except +
         string update(const string &text, cbool is_partial) except +
+
+
+def common_log_verbosity(int level):
+    """How much of llama.cpp's ``common`` library logs to stderr (its own log, not
+    llama.cpp's callback): 0, the default here, nothing; 2 warnings; 3 information."""
+    log_verbosity(level)
+
+
+common_log_verbosity(0)
 
 
 cdef inline string _utf8(str s):

@@ -8,6 +8,7 @@
 #include "chat.h"
 #include "common.h"
 #include "json-schema-to-grammar.h"
+#include "log.h"
 #include "reasoning-budget.h"
 
 #include <climits>
@@ -19,6 +20,11 @@
 namespace lcy {
 
 using json = common_json;
+
+// common's own log (a thread writing to stderr, apart from llama.cpp's log callback):
+// messages up to `level` (LOG_LEVEL_*; 0 silences its warnings and errors, which reach
+// Python as exceptions anyway).
+inline void log_verbosity(int level) { common_log_set_verbosity_thold(level); }
 
 // The model's templates (its own, or `source` when given: Jinja text, or "chatml").
 inline common_chat_templates * templates_init(const llama_model * model, const std::string & source) {

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from llama_cy._chat import ChatOutputParser, ChatTemplates, chat_builtin_templates
@@ -23,6 +24,7 @@ from llama_cy._model import LlamaModel
 
 __all__ = [
     "CHAT_FORMATS",
+    "JINJA_FORMATS",
     "REASONING_FORMATS",
     "ChatDelta",
     "ChatMessage",
@@ -32,6 +34,7 @@ __all__ = [
     "GrammarTrigger",
     "ToolCall",
     "chat_builtin_templates",
+    "chat_format_names",
 ]
 
 #: llama-cpp-python's ``chat_format`` names and the llama.cpp built-in template for each.
@@ -39,7 +42,6 @@ CHAT_FORMATS = {
     "llama-2": "llama2",
     "llama-3": "llama3",
     "chatml": "chatml",
-    "chatml-function-calling": "chatml",
     "mistral-instruct": "mistral-v1",
     "gemma": "gemma",
     "zephyr": "zephyr",
@@ -47,6 +49,10 @@ CHAT_FORMATS = {
     "openchat": "openchat",
     "phi3": "phi3",
 }
+
+#: ``chat_format`` names that llama.cpp's built-in formatter cannot render (it knows no
+#: tools): Jinja templates shipped with llama_cy instead.
+JINJA_FORMATS = {"chatml-function-calling": "chatml-function-calling.jinja"}
 
 #: llama-server's ``reasoning_format`` values: ``none`` leaves thoughts in the content;
 #: ``auto`` and ``deepseek`` move them to ``reasoning_content``; ``deepseek-legacy`` also
@@ -78,8 +84,11 @@ class ChatPrompt:
     it applies only from a ``grammar_triggers`` match on. ``preserved_tokens`` are
     special tokens the reply may contain as text (tool-call tags). ``additional_stops``
     end the reply. ``generation_prompt`` is the part of the prompt that opens the
-    assistant's turn. ``format`` and ``parser`` tell :class:`ChatParser` how to read the
-    reply. ``reasoning_format`` is the one the prompt was rendered for.
+    assistant's turn; a grammar that applies from the start covers it too and is fed it
+    first, unless ``prefill`` is False (a grammar that starts at the reply's first
+    token). ``grammar_root`` is the grammar's start rule. ``format`` and ``parser`` tell
+    :class:`ChatParser` how to read the reply. ``reasoning_format`` is the one the
+    prompt was rendered for.
     """
 
     prompt: str
@@ -96,6 +105,8 @@ class ChatPrompt:
     thinking_start_tag: str = ""
     thinking_end_tags: tuple[str, ...] = ()
     reasoning_format: str = "auto"
+    prefill: bool = True
+    grammar_root: str = "root"
 
     def grammar_trigger_patterns(self) -> list[str]:
         """The lazy grammar's trigger patterns, as llama.cpp's ``common_sampler`` builds
@@ -194,6 +205,11 @@ class ChatDelta:
         return out
 
 
+def chat_format_names() -> list[str]:
+    """Every name :meth:`ChatTemplate.from_format` takes."""
+    return sorted({*CHAT_FORMATS, *JINJA_FORMATS, *chat_builtin_templates()})
+
+
 def _check_reasoning_format(value: str) -> str:
     if value not in REASONING_FORMATS:
         raise ValueError(
@@ -207,8 +223,8 @@ class ChatTemplate:
 
     ``template`` replaces the model's own: Jinja source, or ``"chatml"``. With
     ``use_jinja=False`` the template goes through llama.cpp's built-in (non-Jinja)
-    formatter instead, and may also be a built-in name (:func:`chat_builtin_templates`)
-    or one of llama-cpp-python's ``chat_format`` names (:data:`CHAT_FORMATS`). A model
+    formatter instead, and may also be a built-in name (:func:`chat_builtin_templates`);
+    :meth:`from_format` takes llama-cpp-python's ``chat_format`` names. A model
     without a template gets ChatML, as in llama-server. ``model=None`` renders
     ``template`` with empty BOS and EOS texts. ValueError if the template does not parse.
     """
@@ -216,11 +232,23 @@ class ChatTemplate:
     def __init__(
         self, model: LlamaModel | None, template: str | None = None, *, use_jinja: bool = True
     ) -> None:
-        if not use_jinja and template is not None:
-            template = CHAT_FORMATS.get(template, template)
         self.model = model
         self.use_jinja = use_jinja
         self._tmpls = ChatTemplates(model, template)
+
+    @classmethod
+    def from_format(cls, model: LlamaModel | None, chat_format: str) -> ChatTemplate:
+        """llama-cpp-python's ``chat_format`` (:data:`CHAT_FORMATS`), or a built-in
+        template's name: rendered by llama.cpp's built-in formatter, but for the
+        formats in :data:`JINJA_FORMATS`. ValueError for a name neither knows."""
+        if chat_format in JINJA_FORMATS:
+            path = resources.files("llama_cy") / "templates" / JINJA_FORMATS[chat_format]
+            return cls(model, path.read_text(encoding="utf-8"))
+        name = CHAT_FORMATS.get(chat_format, chat_format)
+        if name not in chat_builtin_templates():
+            known = ", ".join(chat_format_names())
+            raise ValueError(f"unknown chat_format {chat_format!r}; known: {known}")
+        return cls(model, name, use_jinja=False)
 
     @property
     def source(self) -> str:

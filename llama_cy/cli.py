@@ -142,15 +142,13 @@ def _json_object(text: str) -> dict[str, Any]:
 def _chat_template(args: argparse.Namespace) -> dict[str, Any]:
     """The chat-template flags as keywords of ``Llama``/``Preparer``: a built-in name
     given to --chat-template is a ``chat_format``, anything else Jinja source."""
-    from llama_cy.chat import CHAT_FORMATS, chat_builtin_templates
+    from llama_cy.chat import chat_format_names
 
     template = args.chat_template
     if args.chat_template_file:
         with open(args.chat_template_file, encoding="utf-8") as f:
             template = f.read()
-    builtin = template is not None and (
-        template in CHAT_FORMATS or template in chat_builtin_templates()
-    )
+    builtin = template is not None and template in chat_format_names()
     return {
         "chat_format": template if builtin else None,
         "chat_template": None if builtin else template,

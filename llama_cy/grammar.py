@@ -70,13 +70,22 @@ def check_schema(schema: Any, path: str = "#") -> None:
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"JSON schema at {path} allows no integer: [{lo}, {hi}] is empty")
     for key in _ONE:
-        if isinstance(schema.get(key), (Mapping, bool)):
+        if key in schema and not isinstance(schema[key], list):
             check_schema(schema[key], f"{path}/{key}")
     for key in _LIST:
-        for i, sub in enumerate(schema.get(key) or ()):
+        subs = schema.get(key, [])
+        if not isinstance(subs, list):
+            raise ValueError(f"JSON schema {key!r} at {path} must be an array of schemas")
+        for i, sub in enumerate(subs):
             check_schema(sub, f"{path}/{key}/{i}")
+    if isinstance(schema.get("items"), list):  # the older array form of prefixItems
+        for i, sub in enumerate(schema["items"]):
+            check_schema(sub, f"{path}/items/{i}")
     for key in _MAP:
-        for name, sub in (schema.get(key) or {}).items():
+        subs = schema.get(key, {})
+        if not isinstance(subs, Mapping):
+            raise ValueError(f"JSON schema {key!r} at {path} must be an object of schemas")
+        for name, sub in subs.items():
             check_schema(sub, f"{path}/{key}/{name}")
 
 

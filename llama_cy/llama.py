@@ -26,6 +26,7 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.aio import in_thread
+from llama_cy._chat import common_log_verbosity
 from llama_cy.chat import ChatParser, ChatTemplate
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
@@ -608,6 +609,7 @@ def _enable_verbose_log() -> None:
     """``verbose=True``: llama.cpp's log (INFO and up) on stderr, as llama-cpp-python prints it."""
     if _log.level > logging.INFO or _log.level == logging.NOTSET:
         _log.setLevel(logging.INFO)
+    common_log_verbosity(2)  # the chat engine's warnings too
     if not any(getattr(h, "_llama_cy_verbose", False) for h in _log.handlers):
         handler = logging.StreamHandler()
         handler._llama_cy_verbose = True  # type: ignore[attr-defined]

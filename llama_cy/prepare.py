@@ -10,18 +10,14 @@ presentation (llama-cpp-python's dicts, llama-server's shapes) from the job it g
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from llama_cy._model import LlamaModel
-from llama_cy.chat import (
-    CHAT_FORMATS,
-    REASONING_FORMATS,
-    ChatPrompt,
-    ChatTemplate,
-    chat_builtin_templates,
-)
+from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError
 from llama_cy.generation import Job, StoppingCriteria
 from llama_cy.grammar import check_schema
@@ -85,10 +81,10 @@ class Preparer:
 
     The chat template is the model's, or ``chat_template`` (Jinja source, or a file's
     text), or ``chat_format`` (a name llama-cpp-python or llama.cpp's built-in templates
-    know, rendered without Jinja); ``use_jinja=False`` renders any of them with the
-    built-in formatter, as llama-server's ``--no-jinja``. ``reasoning_format`` and
-    ``chat_template_kwargs`` are defaults for chat requests (llama-server's
-    ``--reasoning-format`` and ``--chat-template-kwargs``).
+    know, see :meth:`ChatTemplate.from_format`); ``use_jinja=False`` renders the model's
+    or ``chat_template`` with the built-in formatter, as llama-server's ``--no-jinja``.
+    ``reasoning_format`` and ``chat_template_kwargs`` are defaults for chat requests
+    (llama-server's ``--reasoning-format`` and ``--chat-template-kwargs``).
 
     ``profile`` chooses whose sampling defaults apply: ``"llama-cpp-python"`` (temperature
     0.8 for completions, 0.2 for chat) or ``"server"`` (llama-server's, 0.8 for both).
@@ -119,16 +115,10 @@ class Preparer:
                 f"reasoning_format must be one of {', '.join(REASONING_FORMATS)}, "
                 f"not {reasoning_format!r}"
             )
-        if chat_format is not None and chat_format not in {
-            *CHAT_FORMATS,
-            *chat_builtin_templates(),
-        }:
-            known = sorted({*CHAT_FORMATS, *chat_builtin_templates()})
-            raise ValueError(f"unknown chat_format {chat_format!r}; known: {', '.join(known)}")
         self.model = model
         self.chat_format = chat_format
         self.chat_template = chat_template
-        self.use_jinja = use_jinja and chat_format is None
+        self.use_jinja = use_jinja
         self.reasoning_format = reasoning_format
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.profile = profile
@@ -139,6 +129,8 @@ class Preparer:
         if unknown:
             raise ValueError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
         self._template: ChatTemplate | None = None
+        if chat_format is not None:  # checked now, not at the first chat
+            self._template = ChatTemplate.from_format(model, chat_format)
 
     # ---- pieces ----------------------------------------------------------------------
 
@@ -146,8 +138,7 @@ class Preparer:
     def template(self) -> ChatTemplate:
         """The chat template in llama.cpp's chat engine (made at first use)."""
         if self._template is None:
-            source = self.chat_format if self.chat_format is not None else self.chat_template
-            self._template = ChatTemplate(self.model, source, use_jinja=self.use_jinja)
+            self._template = ChatTemplate(self.model, self.chat_template, use_jinja=self.use_jinja)
         return self._template
 
     def tokens(self, prompt: str | bytes | Sequence[int], add_bos: bool = True) -> list[int]:
@@ -294,12 +285,14 @@ class Preparer:
                 tool_choice = function_call
         check_tools(tools)
         choice = tool_choice_name(tools, tool_choice)
-        if tools and choice not in ("auto", "none", "required"):
-            # A named function: that tool alone, and a call required.
-            tools = [t for t in tools if t["function"]["name"] == choice]
+        named = bool(tools) and choice not in ("auto", "none", "required")
+        if named:
+            if parallel_tool_calls is None:
+                parallel_tool_calls = False  # OpenAI's named function: one call
+            tools = [t for t in (tools or ()) if t["function"]["name"] == choice]
             if not tools:
                 raise ValueError(f"tool_choice names {choice!r}, which is not among the tools")
-            choice = "required"
+            choice = "auto"
         schema = response_format_schema(response_format)
         if grammar is not None and tools and choice != "none":
             raise ValueError("a grammar cannot be combined with tools")
@@ -311,16 +304,29 @@ class Preparer:
         thinking = kwargs.get("enable_thinking", True)
         if not isinstance(thinking, bool):
             raise ValueError("chat_template_kwargs.enable_thinking must be a boolean")
-        prompt = self.template.apply(
+        render = partial(
+            self.template.apply,
             messages,
             tools=tools or None,
-            tool_choice=choice if tools else "auto",
             parallel_tool_calls=parallel_tool_calls,
             json_schema=schema,
             reasoning_format=reasoning_format or self.reasoning_format,
             enable_thinking=thinking,
             chat_template_kwargs=kwargs,
         )
+        prompt = render(tool_choice=choice if tools else "auto")
+        if named:
+            # OpenAI's named function (and llama-cpp-python's): the reply is that call,
+            # from its first token. The family's lazy grammar, applied from the start,
+            # is exactly that; a format without one gets llama.cpp's "required".
+            if prompt.grammar_lazy and any(t.kind != "token" for t in prompt.grammar_triggers):
+                # Its root is a choice of trigger rules; "tool-call" is one call alone.
+                one = "tool-call" if re.search(r"^tool-call ::=", prompt.grammar, re.M) else "root"
+                prompt = replace(
+                    prompt, grammar_lazy=False, grammar_triggers=(), grammar_root=one, prefill=False
+                )
+            else:
+                prompt = render(tool_choice="required")
         return prompt, bool(tools) and choice != "none"
 
     def chat(
@@ -394,7 +400,8 @@ class Preparer:
         trigger that is one (preserved) token becomes a token trigger; a grammar that
         applies from the start first accepts the assistant turn's opening."""
         if not prompt.grammar_lazy:
-            return LlamaGrammar(prompt.grammar, prefill=prompt.generation_prompt)
+            prefill = prompt.generation_prompt if prompt.prefill else ""
+            return LlamaGrammar(prompt.grammar, prompt.grammar_root, prefill=prefill)
         preserved = {
             ids[0] for ids in map(self._special_tokens, prompt.preserved_tokens) if len(ids) == 1
         }

@@ -167,6 +167,9 @@ def test_llama_after_serving_on_the_same_model(gemma_path: Path) -> None:
         after = llm.complete(prompt, max_tokens=12, temperature=0)
         assert after.tokens == before.tokens
         assert after.timings.cached_n == len(llm.tokenize(prompt)) - 1  # its own cache, intact
+        # From an empty cache, as the engine ran it: a prompt decoded in two pieces (BOS
+        # reused, then the rest) may round differently from one decode on some CPUs.
+        llm.reset()
         other = llm.complete("Once upon a time", max_tokens=12, temperature=0)
         assert other.tokens == served[1].tokens
         llm.close()
