@@ -23,10 +23,10 @@ from typing import Any, Literal, overload
 from llama_cy._adapter import LoraAdapter
 from llama_cy._backend import numa_init
 from llama_cy._batch import LlamaBatch
+from llama_cy._chat import common_log_verbosity
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.aio import in_thread
-from llama_cy._chat import common_log_verbosity
 from llama_cy.chat import ChatParser, ChatTemplate
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
