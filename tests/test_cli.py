@@ -167,3 +167,60 @@ def test_quantize(tiny_model_path: Path, tmp_path: Path) -> None:
     r = cli("quantize", str(tiny_model_path), str(tmp_path / "x.gguf"), "Q9_9")
     assert r.returncode != 0
     assert "Q4_K_M" in r.stderr
+
+
+def test_chat_template_flags_reach_the_template(gemma_path: Path, tmp_path: Path) -> None:
+    template = tmp_path / "t.jinja"
+    template.write_text(
+        "{% for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else 'user' }}"
+        "\n{{ greeting }} {{ m.content }}<end_of_turn>\n{% endfor %}"
+        "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}",
+        encoding="utf-8",
+    )
+    kwargs = {"greeting": "Dear model,"}
+    r = cli(
+        *("chat", "-m", str(gemma_path), "-n", "10", "--temp", "0"),
+        *("--chat-template-file", str(template), "--chat-template-kwargs", json.dumps(kwargs)),
+        stdin="Name a colour.\n",
+    )
+    assert r.returncode == 0, r.stderr
+    question = [{"role": "user", "content": "Name a colour."}]
+    with lc.Llama(
+        gemma_path,
+        n_ctx=4096,
+        n_batch=2048,
+        chat_template=template.read_text(encoding="utf-8"),
+        chat_template_kwargs=kwargs,
+    ) as llm:
+        assert "Dear model, Name a colour." in llm.apply_chat_template(question)
+        out = llm.create_chat_completion(question, max_tokens=10, temperature=0)
+    assert r.stdout == out["choices"][0]["message"]["content"] + "\n"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--reasoning-format", "verbose"], "invalid choice"),
+        (["--chat-template-kwargs", "{not json"], "not JSON"),
+        (["--chat-template-kwargs", "[1]"], "must be a JSON object"),
+    ],
+)
+def test_bad_chat_flags_are_usage_errors(flags: list[str], message: str) -> None:
+    for command in ("chat", "serve"):
+        r = cli(command, "-m", "unused.gguf", *flags)
+        assert r.returncode == 2
+        assert message in r.stderr
+
+
+def test_no_jinja_with_a_built_in_template(gemma_path: Path) -> None:
+    r = cli(
+        *("chat", "-m", str(gemma_path), "-n", "8", "--temp", "0"),
+        *("--no-jinja", "--chat-template", "gemma"),
+        stdin="Name a colour.\n",
+    )
+    assert r.returncode == 0, r.stderr
+    question = [{"role": "user", "content": "Name a colour."}]
+    with lc.Llama(gemma_path, n_ctx=4096, n_batch=2048, chat_format="gemma") as llm:
+        assert llm.apply_chat_template(question).startswith("<start_of_turn>user\n")
+        out = llm.create_chat_completion(question, max_tokens=8, temperature=0)
+    assert r.stdout == out["choices"][0]["message"]["content"] + "\n"
