@@ -331,6 +331,21 @@ def bench_completion(
                     theirs,
                 )
             )
+            # The most any wrapper of this llama.cpp can reach against llama-cpp-python:
+            # the C++ loop itself against it, in alternating rounds of its own.
+            rows.append(
+                alternate(
+                    Comparison(
+                        f"(4) ceiling of the row above: the C++ loop, {name}",
+                        "tok/s",
+                        "-",
+                        f"llama-cpp-python {LCP_VERSION}",
+                    ),
+                    args.rounds,
+                    cpp,
+                    theirs,
+                )
+            )
         llm.close()
 
 

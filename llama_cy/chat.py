@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from importlib import resources
 from typing import Any
 
@@ -255,7 +256,7 @@ class ChatTemplate:
         """The Jinja source in use."""
         return str(self._tmpls.source())
 
-    @property
+    @cached_property
     def caps(self) -> dict[str, bool]:
         """What the template supports, as llama-server's ``/props`` reports it."""
         caps: dict[str, bool] = self._tmpls.caps()

@@ -120,7 +120,9 @@ class Preparer:
         self.chat_template = chat_template
         self.use_jinja = use_jinja
         self.reasoning_format = reasoning_format
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        # llama-server's default: reasoning kept in the whole history where a template
+        # can drop it (its --reasoning-preserve).
+        self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
         self.profile = profile
         self.seed = None if seed is None or seed < 0 else seed
         self.overrides = dict(overrides or {})
@@ -274,6 +276,7 @@ class Preparer:
         grammar: Any = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         reasoning_format: str | None = None,
+        reasoning_effort: str | None = None,
     ) -> tuple[ChatPrompt, bool]:
         """The rendered chat for a request (what llama-server's ``/apply-template``
         shows), and whether its reply is to be read for tool calls."""
@@ -301,9 +304,22 @@ class Preparer:
         if schema is not None:
             check_schema(schema)
         kwargs = {**self.chat_template_kwargs, **dict(chat_template_kwargs or {})}
-        thinking = kwargs.get("enable_thinking", True)
+        # As llama-server: thinking is on where the template can turn it on, unless
+        # enable_thinking says otherwise or reasoning_effort is "none".
+        thinking = kwargs.get(
+            "enable_thinking",
+            self.template.use_jinja and self.template.caps.get("supports_enable_thinking", False),
+        )
         if not isinstance(thinking, bool):
             raise ValueError("chat_template_kwargs.enable_thinking must be a boolean")
+        if reasoning_effort is not None:
+            if not isinstance(reasoning_effort, str):
+                raise ValueError("reasoning_effort must be a string")
+            if reasoning_effort == "none":
+                thinking = False
+                kwargs.pop("reasoning_effort", None)
+            elif reasoning_effort:
+                kwargs["reasoning_effort"] = reasoning_effort
         render = partial(
             self.template.apply,
             messages,
@@ -346,6 +362,7 @@ class Preparer:
         response_format: Mapping[str, Any] | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         reasoning_format: str | None = None,
+        reasoning_effort: str | None = None,
         **sampling: Any,
     ) -> Job:
         """A chat completion's job, rendered by llama.cpp's chat engine.
@@ -356,8 +373,10 @@ class Preparer:
         with no tool-call format refuses them. ``response_format`` ``{"type":
         "json_object"}`` (optionally with ``"schema"``) or ``{"type": "json_schema",
         "json_schema": {"schema": ...}}`` is enforced by a grammar made from the schema.
-        ``reasoning_format`` (llama-server's values) and ``chat_template_kwargs``
-        (``enable_thinking`` among them) are llama-server's.
+        ``reasoning_format`` (llama-server's values), ``reasoning_effort`` (OpenAI's;
+        ``"none"`` turns thinking off) and ``chat_template_kwargs`` (``enable_thinking``
+        among them; by default thinking is on where the template supports it) are
+        llama-server's.
         """
         grammar = sampling.pop("grammar", None)
         prompt, parse_tools = self.chat_prompt(
@@ -371,6 +390,7 @@ class Preparer:
             grammar=grammar,
             chat_template_kwargs=chat_template_kwargs,
             reasoning_format=reasoning_format,
+            reasoning_effort=reasoning_effort,
         )
         if parse_tools and not prompt.grammar:
             raise ValueError(

@@ -34,6 +34,7 @@ def render_kwargs(body: dict[str, Any]) -> dict[str, Any]:
         "response_format": body.get("response_format"),
         "chat_template_kwargs": body.get("chat_template_kwargs"),
         "reasoning_format": body.get("reasoning_format"),
+        "reasoning_effort": body.get("reasoning_effort"),
     }
 
 

@@ -84,6 +84,7 @@ CHAT: dict[str, tuple[type, ...]] = {
     "chat_template_kwargs": _DICT + _NULL,
     "parallel_tool_calls": _BOOL + _NULL,
     "reasoning_format": _STR + _NULL,
+    "reasoning_effort": _STR + _NULL,
 }
 
 #: llama.cpp's native /completion
