@@ -76,13 +76,14 @@ CONVERSATIONS: dict[str, dict[str, Any]] = {
                 "content": "",
                 "tool_calls": [
                     {
-                        "id": "call_1",
+                        "id": "call12345",  # 9 letters and digits, as Mistral's templates want
                         "type": "function",
                         "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
                     }
                 ],
             },
-            {"role": "tool", "tool_call_id": "call_1", "content": "4 degrees"},
+            {"role": "tool", "tool_call_id": "call12345", "content": "4 degrees"},
+            {"role": "assistant", "content": "It is 4 degrees in Oslo."},
             {"role": "user", "content": "And in Rome?"},
         ],
         "tools": [WEATHER],
