@@ -1,9 +1,10 @@
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from typing_extensions import disjoint_base
 
 from llama_cy._model import LlamaModel
+from llama_cy._sampler import LlamaSampler
 
 @disjoint_base
 class ChatTemplates:
@@ -20,4 +21,10 @@ class ChatOutputParser:
 
 def common_log_verbosity(level: int) -> None: ...
 def json_schema_to_grammar(schema: Mapping[str, Any] | str) -> str: ...
+def reasoning_budget_sampler(
+    start: Sequence[Sequence[int]],
+    end: Sequence[Sequence[int]],
+    forced: Sequence[int],
+    budget: int,
+) -> LlamaSampler: ...
 def chat_builtin_templates() -> list[str]: ...

@@ -14,9 +14,11 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
+from libcpp.vector cimport vector
 
 cimport llama_cy._c.llama as c
 from llama_cy._model cimport LlamaModel
+from llama_cy._sampler cimport _wrap
 
 
 cdef extern from "_chat_shim.h" nogil:
@@ -33,6 +35,10 @@ cdef extern from "_chat_shim.h" nogil:
         const common_chat_templates *tmpls, const string &request) except +
     string schema_to_grammar "lcy::schema_to_grammar"(const string &schema) except +
     void log_verbosity "lcy::log_verbosity"(int level)
+    c.llama_sampler *reasoning_budget "lcy::reasoning_budget"(
+        const c.llama_vocab *vocab, const vector[vector[int32_t]] &start,
+        const vector[vector[int32_t]] &end, const vector[int32_t] &forced,
+        int32_t budget) except +
 
     cdef cppclass parser "lcy::parser":
         parser(const string &config) except +
@@ -164,6 +170,22 @@ def json_schema_to_grammar(schema):
     except Exception as exc:
         raise ValueError(f"the JSON schema cannot be turned into a grammar: {exc}") from None
     return _str(out)
+
+
+def reasoning_budget_sampler(start, end, forced, int32_t budget):
+    """llama.cpp's reasoning-budget sampler (its ``common`` library's, as llama-server
+    uses it), over token sequences: once one of ``start`` has been accepted, at most
+    ``budget`` tokens pass (-1: no limit) before it forces ``forced``, unless one of
+    ``end`` comes first. Put it first in a chain; feed it the prompt's opening of the
+    reply with ``accept`` if that may already have started the block."""
+    if not end or not all(end) or not all(start):
+        raise ValueError("the reasoning budget needs non-empty start and end sequences")
+    cdef vector[vector[int32_t]] s = [[int(t) for t in seq] for seq in start]
+    cdef vector[vector[int32_t]] e = [[int(t) for t in seq] for seq in end]
+    cdef vector[int32_t] f = [int(t) for t in forced]
+    # No vocabulary: the sampler would keep a pointer into the model without keeping
+    # the model alive; without one it forces at the budget, not at the next character.
+    return _wrap(reasoning_budget(NULL, s, e, f, budget))
 
 
 def chat_builtin_templates():

@@ -27,3 +27,8 @@ cdef class LlamaSampler(Handle):
                              LlamaSampler grammar) except -1
     cdef int _check_token(self, llama_token token) except -1
     cdef void _dispose(self) noexcept
+
+
+# A LlamaSampler owning ``ptr`` (LlamaError for NULL): for modules that make samplers
+# of their own (the chat engine's reasoning budget).
+cdef LlamaSampler _wrap(llama_sampler *ptr, list python=*, int n_vocab=*)

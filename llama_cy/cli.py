@@ -127,6 +127,17 @@ def _add_chat_template(p: argparse.ArgumentParser) -> None:
         help="where thoughts go: none (in the content), auto/deepseek (reasoning_content), "
         "deepseek-legacy (both, in streams) (default: auto)",
     )
+    g.add_argument(
+        "--reasoning-budget",
+        type=int,
+        default=-1,
+        help="most tokens of thought before the end tag is forced (-1: no limit)",
+    )
+    g.add_argument(
+        "--reasoning-budget-message",
+        default="",
+        help="text forced before the end tag when the budget runs out",
+    )
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -154,6 +165,8 @@ def _chat_template(args: argparse.Namespace) -> dict[str, Any]:
         "chat_template": None if builtin else template,
         "use_jinja": args.jinja,
         "reasoning_format": args.reasoning_format,
+        "reasoning_budget": args.reasoning_budget,
+        "reasoning_budget_message": args.reasoning_budget_message,
         "chat_template_kwargs": args.chat_template_kwargs,
     }
 

@@ -29,7 +29,7 @@ from llama_cy._context import LlamaContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy.completion import CompletionChunk, Timings
 from llama_cy.errors import ContextOverflowError
-from llama_cy.sampling import SamplingParams, build_sampler
+from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
 from llama_cy.streaming import Generation
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ class Job:
     stopping_criteria: tuple[StoppingCriteria, ...] = ()
     chat: ChatPrompt | None = None
     parse_tool_calls: bool = False
+    reasoning_budget: ReasoningBudget | None = None
 
 
 class Sequence:
@@ -126,7 +127,7 @@ class Sequence:
         here, before the job is started (or queued)."""
         if len(job.tokens) >= self.n_ctx:
             raise ContextOverflowError(len(job.tokens), self.n_ctx)
-        return build_sampler(self.model, job.params, n_ctx=self.n_ctx)
+        return build_sampler(self.model, job.params, n_ctx=self.n_ctx, budget=job.reasoning_budget)
 
     def start(
         self,

@@ -77,8 +77,9 @@ class Llama:
     Chat goes through llama.cpp's chat engine, as in llama-server: the model's template
     (or ``chat_template``, Jinja source; or ``chat_format``, a built-in one rendered
     without Jinja; ``use_jinja=False`` for that formatter with any of them).
-    ``reasoning_format`` and ``chat_template_kwargs`` are the defaults of llama-server's
-    ``--reasoning-format`` and ``--chat-template-kwargs``.
+    ``reasoning_format``, ``reasoning_budget`` (``reasoning_budget_message``) and
+    ``chat_template_kwargs`` are the defaults of llama-server's ``--reasoning-format``,
+    ``--reasoning-budget`` and ``--chat-template-kwargs``.
 
     One call runs at a time: a second thread waits for the first. A stream holds the
     object until it is exhausted or closed.
@@ -168,6 +169,8 @@ class Llama:
         chat_template: str | None = None,
         use_jinja: bool = True,
         reasoning_format: str = "auto",
+        reasoning_budget: int = -1,
+        reasoning_budget_message: str = "",
         chat_template_kwargs: Mapping[str, Any] | None = None,
         context_shift: bool = False,
         n_keep: int | None = None,
@@ -223,6 +226,8 @@ class Llama:
             chat_template=chat_template,
             use_jinja=use_jinja,
             reasoning_format=reasoning_format,
+            reasoning_budget=reasoning_budget,
+            reasoning_budget_message=reasoning_budget_message,
             chat_template_kwargs=chat_template_kwargs,
             seed=seed,
             overrides={"penalty_last_n": last_n_tokens_size},

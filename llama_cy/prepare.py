@@ -21,7 +21,7 @@ from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError
 from llama_cy.generation import Job, StoppingCriteria
 from llama_cy.grammar import check_schema
-from llama_cy.sampling import LlamaGrammar, SamplingParams
+from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
 from llama_cy.settings import Profile, check, defaults
 
 __all__ = ["CHAT_POSITIONAL", "COMPLETION_POSITIONAL", "Preparer", "positional"]
@@ -83,8 +83,10 @@ class Preparer:
     text), or ``chat_format`` (a name llama-cpp-python or llama.cpp's built-in templates
     know, see :meth:`ChatTemplate.from_format`); ``use_jinja=False`` renders the model's
     or ``chat_template`` with the built-in formatter, as llama-server's ``--no-jinja``.
-    ``reasoning_format`` and ``chat_template_kwargs`` are defaults for chat requests
-    (llama-server's ``--reasoning-format`` and ``--chat-template-kwargs``).
+    ``reasoning_format``, ``reasoning_budget`` (with ``reasoning_budget_message``) and
+    ``chat_template_kwargs`` are defaults for chat requests (llama-server's
+    ``--reasoning-format``, ``--reasoning-budget`` and ``--chat-template-kwargs``); a
+    default budget applies to templates that mark reasoning, as in llama-server.
 
     ``profile`` chooses whose sampling defaults apply: ``"llama-cpp-python"`` (temperature
     0.8 for completions, 0.2 for chat) or ``"server"`` (llama-server's, 0.8 for both).
@@ -101,6 +103,8 @@ class Preparer:
         chat_template: str | None = None,
         use_jinja: bool = True,
         reasoning_format: str = "auto",
+        reasoning_budget: int = -1,
+        reasoning_budget_message: str = "",
         chat_template_kwargs: Mapping[str, Any] | None = None,
         profile: str = "llama-cpp-python",
         seed: int | None = None,
@@ -120,6 +124,8 @@ class Preparer:
         self.chat_template = chat_template
         self.use_jinja = use_jinja
         self.reasoning_format = reasoning_format
+        self.reasoning_budget = _budget(reasoning_budget)
+        self.reasoning_budget_message = reasoning_budget_message
         # llama-server's default: reasoning kept in the whole history where a template
         # can drop it (its --reasoning-preserve).
         self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
@@ -363,6 +369,8 @@ class Preparer:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         reasoning_format: str | None = None,
         reasoning_effort: str | None = None,
+        reasoning_budget: int | None = None,
+        reasoning_budget_message: str | None = None,
         **sampling: Any,
     ) -> Job:
         """A chat completion's job, rendered by llama.cpp's chat engine.
@@ -376,7 +384,9 @@ class Preparer:
         ``reasoning_format`` (llama-server's values), ``reasoning_effort`` (OpenAI's;
         ``"none"`` turns thinking off) and ``chat_template_kwargs`` (``enable_thinking``
         among them; by default thinking is on where the template supports it) are
-        llama-server's.
+        llama-server's, as is ``reasoning_budget``: at most that many tokens of thought
+        (-1: no limit) before ``reasoning_budget_message`` and the end tag are forced; a
+        template that marks no reasoning refuses it.
         """
         grammar = sampling.pop("grammar", None)
         prompt, parse_tools = self.chat_prompt(
@@ -400,6 +410,7 @@ class Preparer:
         tokens = self.chat_tokens(prompt.prompt)
         if grammar is None and prompt.grammar:
             grammar = self._chat_grammar(prompt)
+        budget = self._reasoning_budget(prompt, reasoning_budget, reasoning_budget_message)
         params = self.sampling(self._profile(chat=True), grammar=grammar, **sampling)
         if top_logprobs is not None and top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {top_logprobs}")
@@ -413,6 +424,27 @@ class Preparer:
             tuple(stopping_criteria or ()),
             chat=prompt,
             parse_tool_calls=parse_tools,
+            reasoning_budget=budget,
+        )
+
+    def _reasoning_budget(
+        self, prompt: ChatPrompt, tokens: int | None, message: str | None
+    ) -> ReasoningBudget | None:
+        """The job's reasoning budget: the request's, else this preparer's default for a
+        template that marks reasoning (as llama-server); None for no limit."""
+        n = _budget(tokens) if tokens is not None else self.reasoning_budget
+        if n < 0:
+            return None
+        if not (prompt.thinking_start_tag and prompt.thinking_end_tags):
+            if tokens is None:
+                return None
+            raise ValueError("reasoning_budget: this chat template marks no reasoning to limit")
+        return ReasoningBudget(
+            n,
+            prompt.thinking_start_tag,
+            prompt.thinking_end_tags,
+            self.reasoning_budget_message if message is None else message,
+            prompt.generation_prompt,
         )
 
     def _chat_grammar(self, prompt: ChatPrompt) -> LlamaGrammar:
@@ -443,6 +475,12 @@ class Preparer:
     def _special_tokens(self, text: str) -> list[int]:
         ids: list[int] = self.model.tokenize(text, add_special=False, parse_special=True).tolist()
         return ids
+
+
+def _budget(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < -1:
+        raise ValueError(f"reasoning_budget must be an integer >= -1 (-1: no limit), not {n!r}")
+    return n
 
 
 def _stops(stop: str | Sequence[str] | None) -> tuple[str, ...]:

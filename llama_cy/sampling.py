@@ -11,11 +11,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from llama_cy._chat import reasoning_budget_sampler
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
 from llama_cy.grammar import json_schema_to_grammar
@@ -69,6 +71,31 @@ class LlamaGrammar:
     ) -> LlamaGrammar:
         """The grammar of a JSON schema, by llama.cpp's ``json_schema_to_grammar``."""
         return cls(json_schema_to_grammar(json_schema))
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningBudget:
+    """A reasoning budget, as llama-server's ``reasoning_budget_tokens``: at most
+    ``tokens`` tokens after ``start`` (a thinking model's opening tag) before ``message``
+    and the first of ``end`` are forced, unless the model closes the block itself.
+    ``prefill`` is the prompt's opening of the reply, which may already open the block.
+    """
+
+    tokens: int
+    start: str
+    end: tuple[str, ...]
+    message: str = ""
+    prefill: str = ""
+
+    def sampler(self, model: LlamaModel) -> LlamaSampler:
+        """llama.cpp's sampler for this budget, fed the prefill (first in a chain)."""
+        special = partial(model.tokenize, add_special=False, parse_special=True)
+        end = [special(e).tolist() for e in self.end]
+        forced = (special(self.message).tolist() if self.message else []) + end[0]
+        s = reasoning_budget_sampler([special(self.start).tolist()], end, forced, self.tokens)
+        for token in _prefill_tokens(model, self.prefill):
+            s.accept(token)
+        return s
 
 
 _D = defaults("completion")
@@ -171,9 +198,15 @@ def _prefill_tokens(model: LlamaModel, text: str) -> list[int]:
 
 
 def build_sampler(
-    model: LlamaModel, p: SamplingParams, history: list[int] | None = None, *, n_ctx: int
+    model: LlamaModel,
+    p: SamplingParams,
+    history: list[int] | None = None,
+    *,
+    n_ctx: int,
+    budget: ReasoningBudget | None = None,
 ) -> tuple[LlamaSampler, LlamaSampler | None]:
-    """The sampler chain for ``p`` and, if ``p.grammar`` is set, its grammar sampler.
+    """The sampler chain for ``p`` (after ``budget``'s sampler, if given) and, if
+    ``p.grammar`` is set, its grammar sampler.
 
     ``history`` is the list that logits processors see as the tokens so far (the chain
     appends each accepted token to it). ``n_ctx`` is the sequence's context size, which
@@ -181,7 +214,7 @@ def build_sampler(
     """
     n_vocab = model.n_vocab
     seed = p.seed if p.seed is not None else random.getrandbits(32)
-    chain: list[Any] = []
+    chain: list[Any] = [budget.sampler(model)] if budget is not None else []
     if p.logits_processor:
         chain.append(_ProcessorSampler(p.logits_processor, history if history is not None else []))
     if p.logit_bias:

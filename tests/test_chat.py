@@ -12,6 +12,7 @@ import jsonschema
 import numpy as np
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tiny_model import write_tiny_llama
 
 import llama_cy as lc
 from llama_cy.chat import ChatParser
@@ -562,3 +563,68 @@ def test_unsupported_schema_keywords_raise() -> None:
         json_schema_to_grammar({"$ref": "#/$defs/missing"})
     with pytest.raises(ValueError, match="allows no integer"):
         json_schema_to_grammar({"type": "integer", "minimum": 3, "maximum": 1})
+
+
+# ---- reasoning budget ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def thinking_tiny_path(model_cache: Path, llama_cpp_source: Path) -> Path:
+    """A random-weight llama with Qwen 2's vocabulary plus <think> and </think> as one
+    token each, as a thinking model has them."""
+    path = model_cache / "tiny-llama-qwen2-think-v1.gguf"
+    if not path.is_file():
+        partial = path.with_suffix(".partial")
+        write_tiny_llama(partial, vocab="qwen2", extra_tokens=["<think>", "</think>"])
+        partial.replace(path)
+    return path
+
+
+def test_reasoning_budget_forces_the_end_of_thought(
+    thinking_tiny_path: Path, llama_cpp_source: Path
+) -> None:
+    # Qwen 3.5's template opens the thought in the prompt (its reply starts inside
+    # <think>); the random-weight model would not close it on its own.
+    source = (llama_cpp_source / "models" / "templates" / "Qwen3.5-4B.jinja").read_text()
+    question = [{"role": "user", "content": "Hi"}]
+    with lc.Llama(thinking_tiny_path, n_ctx=512, chat_template=source) as llm:
+        # The first end tag the template marks, forced when the budget runs out.
+        end = llm.model.tokenize("\n</think>", add_special=False, parse_special=True).tolist()
+
+        def tokens(**kw: Any) -> list[int]:
+            job = llm.preparer.chat(question, max_tokens=24, temperature=1.0, seed=5, **kw)
+            return [t for chunk in llm.generate(job) for t in chunk.tokens]
+
+        free = tokens()
+        assert end[-1] not in free  # left alone, it does not end the thought
+        # The budget counts from <think>, so the prompt's "\n" after it is one spent.
+        spent = 1
+        for n in (0, 3, 5):
+            budgeted = tokens(reasoning_budget=n)
+            k = max(n - spent, 0)
+            assert budgeted[:k] == free[:k]  # the same thought until the budget runs out
+            # ... then the end tag (less the newline the thought may already end with).
+            assert end[-1] in budgeted[k : k + len(end)]
+        message = tokens(reasoning_budget=3, reasoning_budget_message=" Enough.")
+        # The message, then the end tag, each tokenized on its own (as llama-server).
+        forced = llm.model.tokenize(" Enough.", add_special=False).tolist() + end
+        assert message[2 : 2 + len(forced)] == forced
+        # The reply parses into the two tokens of thought and the content after them.
+        out = llm.create_chat_completion(
+            question, max_tokens=24, temperature=1.0, seed=5, reasoning_budget=3
+        )
+        assert isinstance(out, dict)
+        reasoning = out["choices"][0]["message"]["reasoning_content"]
+        assert reasoning.strip() == llm.model.detokenize(free[:2]).strip()
+        with pytest.raises(ValueError, match="reasoning_budget must be"):
+            llm.create_chat_completion(question, reasoning_budget=-2)
+
+
+def test_reasoning_budget_needs_a_template_that_marks_reasoning(chat_llm: lc.Llama) -> None:
+    with pytest.raises(ValueError, match="marks no reasoning"):
+        chat_llm.create_chat_completion(MESSAGES, reasoning_budget=4)
+    # A default budget applies only where there is reasoning, as in llama-server.
+    llm = lc.Llama.from_model(chat_llm.model, n_ctx=256, reasoning_budget=4)
+    out = llm.create_chat_completion(MESSAGES, max_tokens=2)
+    assert isinstance(out, dict)
+    llm.close()

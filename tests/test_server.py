@@ -219,6 +219,22 @@ def test_chat_tools(client: openai.OpenAI, stream: bool) -> None:
     jsonschema.validate(json.loads(arguments), WEATHER["function"]["parameters"])
 
 
+def test_chat_engine_fields_are_checked(server: Server) -> None:
+    messages = [{"role": "user", "content": "Hi"}]
+    for extra, message in [
+        ({"reasoning_budget_tokens": 8}, "marks no reasoning"),
+        ({"reasoning_format": "verbose"}, "reasoning_format"),
+        ({"chat_template_kwargs": {"enable_thinking": "yes"}}, "enable_thinking"),
+        ({"response_format": {"type": "json_schema", "json_schema": {"schema": {
+            "type": "number", "minimum": 1}}}}, "enforced only on integers"),
+    ]:  # fmt: skip
+        status, _, body = server.request(
+            "POST", "/v1/chat/completions", {"messages": messages, **extra}
+        )
+        assert status == 400, body
+        assert message in body["error"]["message"]
+
+
 def test_chat_json_schema(client: openai.OpenAI) -> None:
     schema: dict[str, Any] = {
         "type": "object",

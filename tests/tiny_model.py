@@ -7,6 +7,7 @@ merges, special ids) is copied from one of llama.cpp's own ``models/ggml-vocab-*
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,25 @@ def vocab_file(name: str) -> Path:
     return LLAMA_CPP / "models" / f"ggml-vocab-{name}.gguf"
 
 
-def _copy_tokenizer(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> int:
+def _copy_tokenizer(
+    reader: gguf.GGUFReader, writer: gguf.GGUFWriter, extra: Sequence[str] = ()
+) -> int:
+    """Copy the vocabulary, with ``extra`` tokens appended as user-defined ones (always
+    one token each, as a thinking model's ``<think>``)."""
     n_vocab = 0
+    appended = {
+        "tokenizer.ggml.tokens": list(extra),
+        "tokenizer.ggml.token_type": [gguf.TokenType.USER_DEFINED] * len(extra),
+        "tokenizer.ggml.scores": [0.0] * len(extra),
+    }
     for key, field in reader.fields.items():
         if not key.startswith("tokenizer."):
             continue
         vtype = field.types[0]
         sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
         value = field.contents()
+        if key in appended:
+            value = [*value, *appended[key]]
         writer.add_key_value(key, value, vtype, sub_type=sub)
         if key == "tokenizer.ggml.tokens":
             n_vocab = len(value)
@@ -47,13 +59,14 @@ def write_tiny_llama(
     n_ff: int = 128,
     n_ctx_train: int = 4096,
     seed: int = 0,
+    extra_tokens: Sequence[str] = (),
 ) -> Path:
     """Write a llama-architecture model with random float32 weights to ``path``."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name(f"tiny-llama-{vocab}")
-    n_vocab = _copy_tokenizer(reader, writer)
+    n_vocab = _copy_tokenizer(reader, writer, extra_tokens)
     head_dim = n_embd // n_head
     writer.add_context_length(n_ctx_train)
     writer.add_embedding_length(n_embd)

@@ -46,6 +46,9 @@ def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
         "stop": body.get("stop"),
         "logprobs": body.get("logprobs"),
         "top_logprobs": body.get("top_logprobs"),
+        # llama-server's names (and its alias)
+        "reasoning_budget": body.get("reasoning_budget_tokens", body.get("thinking_budget_tokens")),
+        "reasoning_budget_message": body.get("reasoning_budget_message"),
         **server.sampling(body),
     }
 

@@ -85,6 +85,9 @@ CHAT: dict[str, tuple[type, ...]] = {
     "parallel_tool_calls": _BOOL + _NULL,
     "reasoning_format": _STR + _NULL,
     "reasoning_effort": _STR + _NULL,
+    "reasoning_budget_tokens": _INT + _NULL,
+    "thinking_budget_tokens": _INT + _NULL,
+    "reasoning_budget_message": _STR + _NULL,
 }
 
 #: llama.cpp's native /completion

@@ -39,6 +39,8 @@ class ServerSettings:
     chat_template: str | None = None
     use_jinja: bool = True
     reasoning_format: str = "auto"
+    reasoning_budget: int = -1
+    reasoning_budget_message: str = ""
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     metrics: bool = False
     timeout: float = 600.0
@@ -60,6 +62,8 @@ class ServerSettings:
             chat_template=self.chat_template,
             use_jinja=self.use_jinja,
             reasoning_format=self.reasoning_format,
+            reasoning_budget=self.reasoning_budget,
+            reasoning_budget_message=self.reasoning_budget_message,
             chat_template_kwargs=self.chat_template_kwargs,
             profile="server",
             seed=self.seed,
