@@ -221,13 +221,14 @@ def test_chat_tools(client: openai.OpenAI, stream: bool) -> None:
 
 def test_chat_engine_fields_are_checked(server: Server) -> None:
     messages = [{"role": "user", "content": "Hi"}]
-    for extra, message in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"reasoning_budget_tokens": 8}, "marks no reasoning"),
         ({"reasoning_format": "verbose"}, "reasoning_format"),
         ({"chat_template_kwargs": {"enable_thinking": "yes"}}, "enable_thinking"),
         ({"response_format": {"type": "json_schema", "json_schema": {"schema": {
             "type": "number", "minimum": 1}}}}, "enforced only on integers"),
-    ]:  # fmt: skip
+    ]  # fmt: skip
+    for extra, message in cases:
         status, _, body = server.request(
             "POST", "/v1/chat/completions", {"messages": messages, **extra}
         )

@@ -29,7 +29,7 @@ def _copy_tokenizer(
     """Copy the vocabulary, with ``extra`` tokens appended as user-defined ones (always
     one token each, as a thinking model's ``<think>``)."""
     n_vocab = 0
-    appended = {
+    appended: dict[str, list[Any]] = {
         "tokenizer.ggml.tokens": list(extra),
         "tokenizer.ggml.token_type": [gguf.TokenType.USER_DEFINED] * len(extra),
         "tokenizer.ggml.scores": [0.0] * len(extra),
@@ -41,7 +41,7 @@ def _copy_tokenizer(
         sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
         value = field.contents()
         if key in appended:
-            value = [*value, *appended[key]]
+            value = [*list(value), *appended[key]]
         writer.add_key_value(key, value, vtype, sub_type=sub)
         if key == "tokenizer.ggml.tokens":
             n_vocab = len(value)
