@@ -118,7 +118,7 @@ class ChatShaper(Shaper):
         self.parser = parser
         self.logprobs = logprobs
         self._started = False
-        self._text: list[str] = []
+        self._text = ""
         self._lps: list[TokenLogprob] = []
 
     def _dict(
@@ -135,9 +135,10 @@ class ChatShaper(Shaper):
             out.append(self._dict({"role": "assistant", "content": ""}, None, None))
         if self.logprobs and chunk.logprobs:
             self._lps.extend(chunk.logprobs)
-        self._text.append(chunk.text)
+        self._text += chunk.text
         done = chunk.stop_reason is not None
-        deltas = [d.to_openai() for d in self.parser.update("".join(self._text), not done)]
+        # The whole reply so far is parsed again each time, as llama-server does.
+        deltas = [d.to_openai() for d in self.parser.update(self._text, not done)]
         for delta in deltas:
             if delta:
                 # A token's log-probability goes with the first delta its text shows in.
