@@ -329,39 +329,76 @@ def _chat(args: argparse.Namespace) -> int:
 # ---- serve ----------------------------------------------------------------------------
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from llama_cy.server import ServerSettings, serve
+def _list_devices() -> int:
+    """llama-server's --list-devices."""
+    from llama_cy._backend import devices
 
-    _verbose(args.verbose)
+    print("Available devices:")
+    for d in devices():
+        if d.type == "CPU":
+            continue
+        mib = 1024 * 1024
+        print(
+            f"  {d.name}: {d.description} ({d.memory_total // mib} MiB, "
+            f"{d.memory_free // mib} MiB free)"
+        )
+    return 0
+
+
+def _server_log(args: argparse.Namespace) -> None:
+    """llama-server's log flags: -v (everything, llama.cpp's log too), -lv N (1 errors,
+    2 warnings, 3 info, 4+ debug), --log-disable, --log-file."""
+    if args.log_disable:
+        logging.disable(logging.CRITICAL)
+        return
+    level = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO}.get(
+        args.verbosity, logging.DEBUG
+    )
+    if args.verbose:
+        level = logging.DEBUG
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("llama_cy")
+    root.addHandler(handler)
+    root.setLevel(level)
+    if args.verbose:
+        from llama_cy._chat import common_log_verbosity
+
+        common_log_verbosity(4)  # the chat engine's log too
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from llama_cy.server import serve
+    from llama_cy.server.flags import check_flags, settings_from_args
+
+    check_flags(args, sys.argv[1:])
+    if args.version:
+        from llama_cy import __version__
+        from llama_cy._backend import LLAMA_CPP_BUILD
+
+        print(f"llama-cy {__version__} (llama.cpp {LLAMA_CPP_BUILD})")
+        return 0
+    if args.list_devices:
+        return _list_devices()
+    _server_log(args)
+    if args.numa:
+        from llama_cy._backend import numa_init
+
+        numa_init(args.numa)
     path = _model_path(args.model)
-    settings = ServerSettings(
-        model=path,
-        alias=args.alias,
-        ctx_size=args.ctx_size,
-        parallel=args.parallel,
-        n_predict=args.n_predict,
-        threads=args.threads,
-        n_gpu_layers=args.n_gpu_layers,
-        batch_size=args.batch_size,
-        ubatch_size=args.ubatch_size,
-        flash_attn=_flash(args.flash_attn),
-        api_key=args.api_key or os.environ.get("LLAMA_API_KEY") or None,
-        embeddings=args.embeddings,
-        pooling=args.pooling,
-        seed=args.seed,
-        **_chat_template(args),
-        metrics=args.metrics,
-        timeout=args.timeout,
-        max_queue=args.queue_size,
-        rpc=args.rpc,
-        context_shift=args.context_shift,
-        keep=args.keep,
-        sampling=_sampling_flags(args),
+    settings = settings_from_args(args, path)
+    serve(
+        settings,
+        args.host,
+        args.port,
+        progress=_Bar(f"loading {os.path.basename(path)}"),
+        reuse_port=args.reuse_port,
+        ssl_keyfile=args.ssl_key_file,
+        ssl_certfile=args.ssl_cert_file,
+        static_path=args.path,
     )
-    print(
-        f"llama-cy: serving {settings.model_id} on http://{args.host}:{args.port}", file=sys.stderr
-    )
-    serve(settings, args.host, args.port, progress=_Bar(f"loading {os.path.basename(path)}"))
     return 0
 
 
@@ -674,57 +711,13 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "serve",
         help="an OpenAI-compatible server with continuous batching",
-        description="An OpenAI-compatible HTTP server (llama-server's flags and endpoints).",
+        description="An OpenAI-compatible HTTP server with llama-server's flags and endpoints. "
+        "Every flag of llama-server is known: used as there, accepted with no effect (where "
+        "it cannot apply), or refused with the reason.",
     )
-    _add_model(p)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument(
-        "-np",
-        "--parallel",
-        type=int,
-        default=4,
-        help="slots: requests decoded together (the context is split among them)",
-    )
-    p.add_argument(
-        "-n", "--n-predict", type=int, default=-1, help="most tokens per request (-1: no limit)"
-    )
-    p.add_argument(
-        "-s", "--seed", type=int, default=-1, help="default seed of requests (-1: random)"
-    )
-    p.add_argument("-a", "--alias", help="the model's name in the API (default: the file name)")
-    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (also $LLAMA_API_KEY)")
-    p.add_argument("--embeddings", action="store_true", help="serve /v1/embeddings only")
-    p.add_argument(
-        "--pooling",
-        choices=["none", "mean", "cls", "last", "rank"],
-        help="embedding pooling (default: the model's)",
-    )
-    _add_chat_template(p)
-    p.add_argument("--metrics", action="store_true", help="serve Prometheus metrics at /metrics")
-    p.add_argument(
-        "-to",
-        "--timeout",
-        type=float,
-        default=600.0,
-        help="seconds a request may wait for a slot before a 503",
-    )
-    p.add_argument(
-        "--queue-size",
-        type=int,
-        default=256,
-        help="requests that may wait for a slot (more get 503)",
-    )
-    p.add_argument(
-        "--context-shift",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="when a slot's context fills, drop half of it and go on (default: stop)",
-    )
-    p.add_argument(
-        "--keep", type=int, default=0, help="tokens after BOS that a context shift keeps"
-    )
-    _add_sampling_flags(p.add_argument_group("default sampling of requests (llama-server's)"))
+    from llama_cy.server.flags import add_flags
+
+    add_flags(p)
     p.set_defaults(fn=_serve)
 
     p = sub.add_parser(

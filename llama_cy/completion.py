@@ -9,6 +9,7 @@ from typing import Literal
 __all__ = [
     "Completion",
     "CompletionChunk",
+    "PromptProgress",
     "StopReason",
     "Timings",
     "TokenLogprob",
@@ -58,6 +59,22 @@ class Timings:
     def predicted_per_second(self) -> float:
         return 1e3 * self.predicted_n / self.predicted_ms if self.predicted_ms > 0 else 0.0
 
+    def as_dict(self) -> dict[str, float | int]:
+        """llama-server's ``timings`` object."""
+        return {
+            "cache_n": self.cached_n,
+            "prompt_n": self.prompt_n,
+            "prompt_ms": self.prompt_ms,
+            "prompt_per_token_ms": self.prompt_ms / self.prompt_n if self.prompt_n else 0.0,
+            "prompt_per_second": self.prompt_per_second,
+            "predicted_n": self.predicted_n,
+            "predicted_ms": self.predicted_ms,
+            "predicted_per_token_ms": (
+                self.predicted_ms / self.predicted_n if self.predicted_n else 0.0
+            ),
+            "predicted_per_second": self.predicted_per_second,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Completion:
@@ -82,12 +99,32 @@ class Completion:
         return "length" if self.stop_reason == "length" else "stop"
 
 
+@dataclass(frozen=True, slots=True)
+class PromptProgress:
+    """How far a prompt is into the KV cache (llama-server's ``prompt_progress``)."""
+
+    total: int  #: prompt tokens
+    cache: int  #: reused from the KV cache
+    processed: int  #: in the cache now (reused ones included)
+    time_ms: float  #: since the request started
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "total": self.total,
+            "cache": self.cache,
+            "processed": self.processed,
+            "time_ms": self.time_ms,
+        }
+
+
 @dataclass(slots=True)  # not frozen: made once per token, and frozen init is slower
 class CompletionChunk:
     """A piece of a streamed completion; the last one has ``stop_reason`` and ``timings``.
 
     ``text`` is never half a character nor part of a stop string; ``tokens`` are the
-    tokens generated since the previous chunk.
+    tokens generated since the previous chunk. A job that asks for them gets
+    ``timings`` on every chunk, and chunks with only ``progress`` while its prompt is
+    decoded.
     """
 
     text: str
@@ -97,6 +134,7 @@ class CompletionChunk:
     timings: Timings | None = None
     prompt_tokens: int = 0
     stop: str | None = None
+    progress: PromptProgress | None = None
 
 
 def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._sampler import LlamaSampler
-from llama_cy.completion import CompletionChunk, Timings
+from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
 from llama_cy.streaming import Generation
@@ -60,6 +60,10 @@ class Job:
     chat: ChatPrompt | None = None
     parse_tool_calls: bool = False
     reasoning_budget: ReasoningBudget | None = None
+    #: every chunk carries the timings so far (llama-server's ``timings_per_token``)
+    timings_per_token: bool = False
+    #: chunks report the prompt's progress while it is decoded (``return_progress``)
+    progress: bool = False
 
 
 class Sequence:
@@ -242,18 +246,38 @@ class Sequence:
             gen.reason = "length"  # the sequence's context is full
         if gen.reason is None:
             self.token = token
-            return gen.chunk(out) if out else None
-        now = time.perf_counter()
-        timings = Timings(
-            self.n_cached,
-            len(job.tokens) - self.n_cached,
-            (self.t_prompt - self.t_start) * 1e3,
-            len(gen.generated),
-            (now - self.t_prompt) * 1e3,
-        )
-        last = gen.finish(out, timings)
+            if not out:
+                return None
+            chunk = gen.chunk(out)
+            if job.timings_per_token:
+                chunk.timings = self.timings()
+            return chunk
+        last = gen.finish(out, self.timings())
         self.release()
         return last
+
+    def timings(self) -> Timings:
+        """The running job's timings so far."""
+        job, gen = self.job, self.gen
+        assert job is not None
+        assert gen is not None
+        now = time.perf_counter()
+        prompt_end = self.t_prompt if self.token >= 0 or gen.reason is not None else now
+        return Timings(
+            self.n_cached,
+            len(job.tokens) - self.n_cached,
+            (prompt_end - self.t_start) * 1e3,
+            len(gen.generated),
+            (now - prompt_end) * 1e3 if prompt_end < now else 0.0,
+        )
+
+    def progress(self) -> CompletionChunk:
+        """A chunk with only the prompt's progress."""
+        job = self.job
+        assert job is not None
+        ms = (time.perf_counter() - self.t_start) * 1e3
+        done = PromptProgress(len(job.tokens), self.n_cached, len(self.cache), ms)
+        return CompletionChunk("", [], progress=done)
 
     def _shift(self) -> bool:
         """Context shift: drop half of what follows the first ``n_keep`` tokens."""

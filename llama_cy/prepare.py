@@ -84,8 +84,9 @@ class Preparer:
     know, see :meth:`ChatTemplate.from_format`); ``use_jinja=False`` renders the model's
     or ``chat_template`` with the built-in formatter, as llama-server's ``--no-jinja``.
     ``reasoning_format``, ``reasoning_budget`` (with ``reasoning_budget_message``) and
-    ``chat_template_kwargs`` are defaults for chat requests (llama-server's
-    ``--reasoning-format``, ``--reasoning-budget`` and ``--chat-template-kwargs``); a
+    ``chat_template_kwargs`` and ``reasoning_effort`` are defaults for chat requests
+    (llama-server's ``--reasoning-format``, ``--reasoning-budget``,
+    ``--chat-template-kwargs`` and ``--reasoning-effort``); a
     default budget applies to templates that mark reasoning, as in llama-server.
 
     ``profile`` chooses whose sampling defaults apply: ``"llama-cpp-python"`` (temperature
@@ -105,6 +106,7 @@ class Preparer:
         reasoning_format: str = "auto",
         reasoning_budget: int = -1,
         reasoning_budget_message: str = "",
+        reasoning_effort: str | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         profile: str = "llama-cpp-python",
         seed: int | None = None,
@@ -126,6 +128,7 @@ class Preparer:
         self.reasoning_format = reasoning_format
         self.reasoning_budget = _budget(reasoning_budget)
         self.reasoning_budget_message = reasoning_budget_message
+        self.reasoning_effort = reasoning_effort
         # llama-server's default: reasoning kept in the whole history where a template
         # can drop it (its --reasoning-preserve).
         self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
@@ -318,6 +321,8 @@ class Preparer:
         )
         if not isinstance(thinking, bool):
             raise ValueError("chat_template_kwargs.enable_thinking must be a boolean")
+        if reasoning_effort is None:
+            reasoning_effort = self.reasoning_effort
         if reasoning_effort is not None:
             if not isinstance(reasoning_effort, str):
                 raise ValueError("reasoning_effort must be a string")

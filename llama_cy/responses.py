@@ -14,25 +14,63 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from llama_cy.chat import ChatMessage, ChatParser
-from llama_cy.completion import Completion, CompletionChunk, TokenLogprob
+from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
 
 __all__ = ["ChatShaper", "CompletionShaper", "Shaper"]
 
 
 class Shaper:
-    """The id, creation time and model name shared by every dict of one response."""
+    """The id, creation time and model name shared by every dict of one response.
+
+    ``index`` is the choice's index (several prompts, or ``n`` choices). ``fingerprint``
+    (llama-server's ``system_fingerprint``, its build) also turns on llama-server's other
+    additions to OpenAI's shapes: ``timings`` on the last dict, the cached prompt tokens
+    in ``usage``, and a null ``content`` beside the first chunk's role.
+    """
 
     kind = ""
+    #: a server sends each dict as an event named by its "type" (Anthropic's streams)
+    sse_event_names = False
 
-    def __init__(self, model: str, *, include_usage: bool = False) -> None:
-        self.id = f"{self.kind}-{uuid.uuid4().hex}"
+    def __init__(
+        self,
+        model: str,
+        *,
+        include_usage: bool = False,
+        index: int = 0,
+        fingerprint: str | None = None,
+        id: str | None = None,
+    ) -> None:
+        self.id = id or f"{self.kind}-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.model = model
         self.include_usage = include_usage
+        self.index = index
+        self.fingerprint = fingerprint
         self._n_tokens = 0
 
     def head(self, obj: str) -> dict[str, Any]:
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+        out = {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+        if self.fingerprint is not None:
+            out["system_fingerprint"] = self.fingerprint
+        return out
+
+    def _usage(self, prompt: int, completion: int, timings: Timings | None) -> dict[str, Any]:
+        out: dict[str, Any] = usage(prompt, completion)
+        if self.fingerprint is not None and timings is not None:
+            out["prompt_tokens_details"] = {"cached_tokens": timings.cached_n}
+        return out
+
+    def _timings(self, d: dict[str, Any], timings: Timings | None) -> dict[str, Any]:
+        if self.fingerprint is not None and timings is not None:
+            d["timings"] = timings.as_dict()
+        return d
+
+    def _progress(self, d: dict[str, Any], chunk: CompletionChunk) -> dict[str, Any]:
+        """llama-server's ``prompt_progress`` report on ``d``."""
+        assert chunk.progress is not None
+        d["prompt_progress"] = chunk.progress.as_dict()
+        return d
 
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
         """The streamed dicts for one chunk (the first call also sends any preamble)."""
@@ -53,7 +91,7 @@ class Shaper:
         """OpenAI's ``stream_options.include_usage``: a last chunk with no choices."""
         if not self.include_usage or chunk.stop_reason is None:
             return []
-        counts = usage(chunk.prompt_tokens, self._n_tokens)
+        counts = self._usage(chunk.prompt_tokens, self._n_tokens, chunk.timings)
         return [{**self.head(obj), "choices": [], "usage": counts}]
 
 
@@ -62,15 +100,15 @@ class CompletionShaper(Shaper):
 
     kind = "cmpl"
 
-    def __init__(
-        self, model: str, *, prefix: str = "", logprobs: bool = False, include_usage: bool = False
-    ) -> None:
-        super().__init__(model, include_usage=include_usage)
+    def __init__(self, model: str, *, prefix: str = "", logprobs: bool = False, **kw: Any) -> None:
+        super().__init__(model, **kw)
         self.prefix = prefix
         self.logprobs = logprobs
         self._offset: int | None = None
 
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        if chunk.progress is not None:
+            return [self._progress(self._dict("", None, None), chunk)]
         self._count(chunk)
         out = []
         if self._offset is None:
@@ -85,18 +123,22 @@ class CompletionShaper(Shaper):
             finish = "length" if chunk.stop_reason == "length" else "stop"
         if chunk.text or finish is not None:
             out.append(self._dict(chunk.text, lp, finish))
-        return out + self._usage_chunk("text_completion", chunk)
+        out += self._usage_chunk("text_completion", chunk)
+        if out:
+            self._timings(out[-1], chunk.timings)
+        return out
 
     def _dict(self, text: str, lp: dict[str, Any] | None, finish: str | None) -> dict[str, Any]:
-        choice = {"text": text, "index": 0, "logprobs": lp, "finish_reason": finish}
+        choice = {"text": text, "index": self.index, "logprobs": lp, "finish_reason": finish}
         return {**self.head("text_completion"), "choices": [choice]}
 
     def whole(self, done: Completion) -> dict[str, Any]:
         lp = completion_logprobs(done.logprobs, len(self.prefix)) if self.logprobs else None
-        return {
+        out = {
             **self._dict(self.prefix + done.text, lp, done.finish_reason),
-            "usage": usage(done.prompt_tokens, len(done.tokens)),
+            "usage": self._usage(done.prompt_tokens, len(done.tokens), done.timings),
         }
+        return self._timings(out, done.timings)
 
 
 class ChatShaper(Shaper):
@@ -112,9 +154,9 @@ class ChatShaper(Shaper):
         parser: ChatParser,
         *,
         logprobs: bool = False,
-        include_usage: bool = False,
+        **kw: Any,
     ) -> None:
-        super().__init__(model, include_usage=include_usage)
+        super().__init__(model, **kw)
         self.parser = parser
         self.logprobs = logprobs
         self._started = False
@@ -124,15 +166,27 @@ class ChatShaper(Shaper):
     def _dict(
         self, delta: Mapping[str, Any], lp: dict[str, Any] | None, finish: str | None
     ) -> dict[str, Any]:
-        choice = {"index": 0, "delta": dict(delta), "logprobs": lp, "finish_reason": finish}
+        choice = {
+            "index": self.index,
+            "delta": dict(delta),
+            "logprobs": lp,
+            "finish_reason": finish,
+        }
         return {**self.head("chat.completion.chunk"), "choices": [choice]}
 
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
+        if chunk.progress is not None:
+            report = self._dict({"role": "assistant", "content": None}, None, None)
+            return [self._progress(report, chunk)]
         self._count(chunk)
         out = []
+        role: dict[str, Any] | None = None
         if not self._started:
             self._started = True
-            out.append(self._dict({"role": "assistant", "content": ""}, None, None))
+            # llama-server sends a null content beside the role; llama-cpp-python "".
+            content = None if self.fingerprint is not None else ""
+            role = self._dict({"role": "assistant", "content": content}, None, None)
+            out.append(role)
         if self.logprobs and chunk.logprobs:
             self._lps.extend(chunk.logprobs)
         self._text += chunk.text
@@ -150,21 +204,25 @@ class ChatShaper(Shaper):
             finish = _finish(chunk.stop_reason, self.parser.message)
             lp = chat_logprobs(self._lps) if self._lps else None
             out.append(self._dict({}, lp, finish))
-        return out + self._usage_chunk("chat.completion.chunk", chunk)
+        out += self._usage_chunk("chat.completion.chunk", chunk)
+        if out and out[-1] is not role:  # the opening role chunk carries no timings
+            self._timings(out[-1], chunk.timings)
+        return out
 
     def whole(self, done: Completion) -> dict[str, Any]:
         message = self.parser.parse(done.text)
         choice = {
-            "index": 0,
+            "index": self.index,
             "message": message.to_openai(),
             "logprobs": chat_logprobs(done.logprobs) if self.logprobs else None,
             "finish_reason": _finish(done.stop_reason, message),
         }
-        return {
+        out = {
             **self.head("chat.completion"),
             "choices": [choice],
-            "usage": usage(done.prompt_tokens, len(done.tokens)),
+            "usage": self._usage(done.prompt_tokens, len(done.tokens), done.timings),
         }
+        return self._timings(out, done.timings)
 
 
 def _finish(stop_reason: str, message: ChatMessage) -> str:

@@ -362,8 +362,9 @@ def test_malformed_and_mistyped_requests(server: Server) -> None:
     assert status == 400
     assert "outside" in body["error"]["message"]
 
-    status, _, body = server.request("POST", "/v1/completions", {"prompt": "hi", "n": 2})
+    status, _, body = server.request("POST", "/v1/completions", {"prompt": "hi", "n": 0})
     assert status == 400
+    assert body["error"]["param"] == "n"
 
     status, _, body = server.request("POST", "/v1/completions", {"prompt": "hi", "stop": [1]})
     assert status == 400
@@ -406,9 +407,15 @@ def test_prompt_over_the_context(server: Server, client: openai.OpenAI) -> None:
     assert "1024" in error["message"]
 
 
-def test_unknown_model(client: openai.OpenAI) -> None:
-    with pytest.raises(openai.NotFoundError):
-        client.completions.create(model="gpt-4", prompt="hi", max_tokens=2)
+def test_any_model_name_is_served_and_n_gives_choices(client: openai.OpenAI) -> None:
+    # As llama-server: one model is served, whatever name the request gives.
+    out = client.completions.create(
+        model="gpt-4", prompt="Once upon a time", max_tokens=4, n=2, temperature=0
+    )
+    assert [c.index for c in out.choices] == [0, 1]
+    assert out.choices[0].text == out.choices[1].text  # greedy: the same text twice
+    assert out.usage is not None and out.usage.completion_tokens == 8
+    assert out.system_fingerprint is not None and out.system_fingerprint.startswith("b")
 
 
 def test_api_key_is_enforced(server: Server) -> None:
@@ -529,7 +536,7 @@ def test_full_queue_answers_503(gemma_path: Path) -> None:
 
 
 def test_waiting_past_timeout_answers_503(gemma_path: Path) -> None:
-    with Server(gemma_path, "-np", "1", "-c", "512", "--timeout", "1", "-t", "2") as s:
+    with Server(gemma_path, "-np", "1", "-c", "512", "--queue-timeout", "1", "-t", "2") as s:
         running = _open_stream(s, {"prompt": "Once", "max_tokens": 400, "stream": True})
         resp = running.getresponse()
         resp.readline()  # the only slot is busy

@@ -6,11 +6,38 @@ ASGI app over a loaded model for embedding in another server.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from llama_cy.server.app import Server, create_app
-from llama_cy.server.engine import Engine, QueueFullError
-from llama_cy.server.settings import ServerSettings, load_model
+if TYPE_CHECKING:
+    from llama_cy.server.app import Server, create_app
+    from llama_cy.server.engine import Engine, QueueFullError
+    from llama_cy.server.settings import ServerSettings, load_model
+
+# Imported when first used: the command line reads llama_cy.server.flags without
+# loading Starlette and the engine.
+_LAZY = {
+    "Server": "app",
+    "create_app": "app",
+    "Engine": "engine",
+    "QueueFullError": "engine",
+    "ServerSettings": "settings",
+    "load_model": "settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llama_cy.server' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"llama_cy.server.{module}"), name)
+
 
 __all__ = [
     "Engine",
@@ -28,13 +55,74 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
     progress: Callable[[float], bool | None] | None = None,
+    *,
+    reuse_port: bool = False,
+    ssl_keyfile: str | None = None,
+    ssl_certfile: str | None = None,
+    static_path: str | None = None,
 ) -> None:
-    """Load the model and serve until interrupted."""
+    """Load the model and serve until interrupted.
+
+    ``host`` is llama-server's: addresses separated by commas, or UNIX socket paths
+    ending in ``.sock``; all of them serve the same app.
+    """
     import uvicorn
 
+    from llama_cy.server.app import create_app
+    from llama_cy.server.settings import load_model
+
+    sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
     model = load_model(settings, progress)
     try:
-        app = create_app(model, settings)
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        app = create_app(model, settings, static_path=static_path)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=max(1, int(settings.timeout)),
+            ssl_keyfile=ssl_keyfile,
+            ssl_certfile=ssl_certfile,
+        )
+        where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
+        print(f"llama-cy: serving {settings.model_id} on {where}", file=sys.stderr, flush=True)
+        uvicorn.Server(config).run(sockets=sockets)
     finally:
         model.close()
+        for s in sockets:
+            s.close()
+
+
+def _bind(host: str, port: int, reuse_port: bool) -> socket.socket:
+    """A listening socket: TCP on ``host:port`` (IPv6 for an address with ':'), or a UNIX
+    socket for a path ending in ``.sock``."""
+    host = host.strip()
+    if host.endswith(".sock"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(host)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(host)
+    else:
+        host = host.strip("[]")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port and hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if family == socket.AF_INET6:  # '::' serves IPv6 only, as llama-server
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            sock.close()
+            raise SystemExit(f"llama-cy serve: cannot listen on {host}:{port}: {exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _where(sock: socket.socket, tls: bool) -> str:
+    name = sock.getsockname()
+    if isinstance(name, str):
+        return f"unix:{name}"
+    host = f"[{name[0]}]" if sock.family == socket.AF_INET6 else name[0]
+    return f"{'https' if tls else 'http'}://{host}:{name[1]}"

@@ -15,29 +15,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import hmac
 import json
 import logging
-import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
-from llama_cy.completion import join_chunks
+from llama_cy.completion import CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
 from llama_cy.errors import ContextOverflowError, LlamaError
 from llama_cy.generation import Job
 from llama_cy.responses import Shaper
-from llama_cy.server import metrics, native, openai_api, schema
+from llama_cy.server import anthropic, embeddings, metrics, native, openai_api, schema, ui
 from llama_cy.server.engine import Engine, QueueFullError, Task
 from llama_cy.server.native import NativeShaper
 from llama_cy.server.schema import ApiError
@@ -74,23 +78,27 @@ class Server:
         self.engine: Engine | None = None
         self.embedder: Embedder | None = None
         self.embed_lock = threading.Lock()
-        context = settings.context(model)
-        if settings.embeddings:
+        context = settings.context_kwargs(model)
+        if settings.embeddings or settings.reranking:
             ctx = LlamaContext(model, **context)
             self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
         else:
             self.engine = Engine(
                 model,
-                slots=settings.parallel,
+                slots=settings.n_parallel,
                 n_predict=settings.n_predict,
                 max_queue=settings.max_queue,
-                queue_timeout=settings.timeout,
+                queue_timeout=settings.queue_timeout,
                 context_shift=settings.context_shift,
                 # llama-server keeps --keep tokens after BOS.
                 n_keep=settings.keep + int(model.add_bos),
+                slot_prompt_similarity=settings.slot_prompt_similarity,
+                warmup=settings.warmup,
                 **context,
             )
         self.started = int(time.time())
+        #: llama-server's system_fingerprint: the llama.cpp build
+        self.fingerprint = f"{LLAMA_CPP_BUILD}-llama_cy"
 
     def start(self) -> None:
         if self.engine is not None:
@@ -116,8 +124,15 @@ class Server:
     # ---- plumbing --------------------------------------------------------------------
 
     def routes(self) -> list[Route]:
-        table = openai_api.routes(self) + native.routes(self) + metrics.routes(self)
-        return [Route(p, self._wrap(fn, public), methods=m) for p, fn, m, public in table]
+        table = (
+            openai_api.routes(self)
+            + native.routes(self)
+            + embeddings.routes(self)
+            + anthropic.routes(self)
+            + metrics.routes(self)
+        )
+        prefix = self.settings.api_prefix
+        return [Route(prefix + p, self._wrap(fn, public), methods=m) for p, fn, m, public in table]
 
     def _wrap(self, fn: Endpoint, public: bool) -> Endpoint:
         """Authorization, and every error as an OpenAI-shaped response."""
@@ -156,8 +171,8 @@ class Server:
         return endpoint
 
     def _authorize(self, request: Request) -> None:
-        key = self.settings.api_key
-        if key is None:
+        keys = self.settings.api_keys
+        if not keys:
             return
         given = request.headers.get("authorization", "")
         token = (
@@ -165,33 +180,26 @@ class Server:
             if given.lower().startswith("bearer ")
             else request.headers.get("x-api-key", "")
         )
-        if not hmac.compare_digest(token.encode(), key.encode()):
+        # Every key is compared, so the time taken says nothing about which one matched.
+        matches = [hmac.compare_digest(token.encode(), k.encode()) for k in keys]
+        if not any(matches):
             raise ApiError(401, "Invalid API Key", "authentication_error")
 
     async def body(
         self, request: Request, fields: Mapping[str, tuple[type, ...]], *required: str
     ) -> dict[str, Any]:
-        """The request's checked fields; 404 for another model's name, 400 for n > 1."""
+        """The request's checked fields. The ``model`` field names any
+        model: one is served (as llama-server, which answers whatever name is asked)."""
         body = schema.check(schema.parse(await request.body()), fields, required)
-        model = body.get("model")
-        if model is not None and model not in (
-            self.model_id,
-            self.settings.model,
-            os.path.basename(self.settings.model),
-        ):
-            raise ApiError(
-                404,
-                f"the model '{model}' does not exist (this server has '{self.model_id}')",
-                "not_found_error",
-                "model",
-                code_name="model_not_found",
-            )
+        schema.refuse_unsupported(body)
         stop = body.get("stop")
         if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
             raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
-        if body.get("n", 1) != 1:
-            raise ApiError(400, "n must be 1: one choice per request", param="n")
         return body
+
+    def verbose(self, body: Mapping[str, Any]) -> bool:
+        """llama-server's ``__verbose`` extra: with ``-v``, or a request's ``verbose``."""
+        return self.settings.verbose or bool(body.get("verbose"))
 
     def generating(self) -> Engine:
         if self.engine is None:
@@ -204,53 +212,122 @@ class Server:
 
     def sampling(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The request's sampler settings by their Python names (the preparer fills in
-        the server's defaults for the rest)."""
+        the server's defaults for the rest); ``ignore_eos`` biases every end-of-generation
+        token to never, as llama-server does."""
         out: dict[str, Any] = {}
         for key, value in body.items():
             name = _SAMPLING_FIELDS.get(key)
             if name is not None:
                 out[name] = value
+        if body.get("ignore_eos"):
+            bias = dict(out.get("logit_bias") or self.settings.sampling.get("logit_bias") or {})
+            bias.update(dict.fromkeys(self.eog_tokens, float("-inf")))
+            out["logit_bias"] = bias
         return out
+
+    @functools.cached_property
+    def eog_tokens(self) -> list[int]:
+        """The model's end-of-generation tokens."""
+        m = self.model
+        return [t for t in range(m.n_vocab) if m.is_eog(t)]
 
     async def run(
         self,
         request: Request,
-        job: Job,
-        shaper: Shaper,
+        jobs: Sequence[tuple[Job, Shaper]],
         body: Mapping[str, Any],
+        combine: Callable[[list[dict[str, Any]]], Any] | None = None,
         done_marker: bool = True,
     ) -> Response:
-        """Generate ``job`` in the engine; one response, or server-sent events."""
+        """Generate ``jobs`` in the engine, each shaped by its shaper: one response (the
+        one job's dict, or ``combine`` of them all), or server-sent events of them all
+        as they come."""
         engine = self.generating()
-        samplers = await asyncio.to_thread(engine.samplers, job)
-        task = engine.submit(job, samplers=samplers, cache_prompt=body.get("cache_prompt", True))
+        # llama-server's stream extras, asked per request
+        per_token = bool(body.get("timings_per_token"))
+        progress = bool(body.get("return_progress")) and bool(body.get("stream"))
+        if per_token or progress:
+            jobs = [
+                (dataclasses.replace(job, timings_per_token=per_token, progress=progress), sh)
+                for job, sh in jobs
+            ]
+        tasks: list[Task] = []
+        try:
+            for job, _ in jobs:
+                samplers = await asyncio.to_thread(engine.samplers, job)
+                tasks.append(
+                    engine.submit(
+                        job,
+                        samplers=samplers,
+                        cache_prompt=body.get("cache_prompt", self.settings.cache_prompt),
+                        id_slot=body.get("id_slot", -1),
+                    )
+                )
+        except BaseException:
+            for task in tasks:
+                engine.cancel(task)
+            raise
+        shapers = [shaper for _, shaper in jobs]
         if body.get("stream"):
             return StreamingResponse(
-                self._events(request, engine, task, shaper, done_marker),
+                self._events(
+                    request,
+                    engine,
+                    tasks,
+                    shapers,
+                    done_marker,
+                    body.get("sse_ping_interval", self.settings.sse_ping_interval),
+                ),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        watcher = asyncio.create_task(_watch_disconnect(request, engine, task))
+        watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
         try:
-            chunks = [c async for c in engine.results(task)]
+            done = await asyncio.gather(*(_collect(engine, t) for t in tasks))
         except _GoneError:  # nobody reads this answer; 499 is nginx's "client closed"
             return Response(status_code=499)
         finally:
-            watcher.cancel()
-        if isinstance(shaper, NativeShaper):
-            shaper.slot = task.slot
-        return JSONResponse(shaper.whole(join_chunks(chunks)))
+            for w in watchers:
+                w.cancel()
+            for task in tasks:
+                engine.cancel(task)
+        out = []
+        for (job, shaper), task, chunks in zip(jobs, tasks, done, strict=True):
+            if isinstance(shaper, NativeShaper):
+                shaper.slot = task.slot
+            whole = join_chunks(chunks)
+            shaped = shaper.whole(whole)
+            if self.verbose(body) and not isinstance(shaper, NativeShaper):
+                # llama-server's debugging extra: the request as /completion shows it.
+                native_view = NativeShaper(self, job, body, index=shaper.index)
+                native_view.slot = task.slot
+                shaped["__verbose"] = native_view.whole(whole)
+            out.append(shaped)
+        if combine is not None:
+            return JSONResponse(combine(out))
+        return JSONResponse(out[0] if len(out) == 1 else out)
 
     async def _events(
-        self, request: Request, engine: Engine, task: Task, shaper: Shaper, done_marker: bool
+        self,
+        request: Request,
+        engine: Engine,
+        tasks: list[Task],
+        shapers: list[Shaper],
+        done_marker: bool,
+        ping: float,
     ) -> AsyncIterator[str]:
-        watcher = asyncio.create_task(_watch_disconnect(request, engine, task))
+        watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
         try:
-            async for chunk in engine.results(task):
+            async for i, chunk in _merge(engine, tasks, ping if ping > 0 else None):
+                if chunk is None:  # quiet for a while: some clients time out without this
+                    yield ":\n\n"
+                    continue
+                shaper = shapers[i]
                 if isinstance(shaper, NativeShaper):
-                    shaper.slot = task.slot
+                    shaper.slot = tasks[i].slot
+                named = shaper.sse_event_names
                 for d in shaper.chunk(chunk):
-                    yield sse(d)
+                    yield sse(d, d["type"] if named else None)
             if done_marker:
                 yield "data: [DONE]\n\n"
         except _GoneError:
@@ -260,8 +337,10 @@ class Server:
             kind = "invalid_request_error" if status == 400 else "server_error"
             yield sse(ApiError(status, str(exc), kind).body())
         finally:
-            watcher.cancel()
-            engine.cancel(task)
+            for w in watchers:
+                w.cancel()
+            for task in tasks:
+                engine.cancel(task)
 
     async def embed(self, inputs: list[list[int]], normalize: bool) -> list[Any]:
         """Embed in a worker thread, one request at a time."""
@@ -289,14 +368,58 @@ async def _watch_disconnect(request: Request, engine: Engine, task: Task) -> Non
             return
 
 
-def sse(obj: Any) -> str:
-    """One server-sent event with ``obj`` as JSON."""
-    return f"data: {json.dumps(obj, ensure_ascii=False, separators=(',', ':'))}\n\n"
+async def _collect(engine: Engine, task: Task) -> list[CompletionChunk]:
+    return [c async for c in engine.results(task)]
 
 
-def create_app(model: LlamaModel, settings: ServerSettings) -> Starlette:
+async def _merge(
+    engine: Engine, tasks: list[Task], ping: float | None
+) -> AsyncIterator[tuple[int, CompletionChunk | None]]:
+    """The chunks of several tasks as they come, with the task's index; ``(-1, None)``
+    after ``ping`` seconds without any."""
+    streams = {i: engine.results(t) for i, t in enumerate(tasks)}
+    pending: dict[asyncio.Task[CompletionChunk | None], int] = {}
+    try:
+        for i, it in streams.items():
+            pending[asyncio.create_task(_next(it))] = i
+        while pending:
+            done, _ = await asyncio.wait(pending, timeout=ping, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                yield -1, None
+                continue
+            for fut in sorted(done, key=lambda f: pending[f]):
+                i = pending.pop(fut)
+                chunk = fut.result()
+                if chunk is None:  # that task has ended
+                    continue
+                yield i, chunk
+                pending[asyncio.create_task(_next(streams[i]))] = i
+    finally:
+        for fut in pending:
+            fut.cancel()
+        for it in streams.values():
+            await it.aclose()
+
+
+async def _next(it: AsyncIterator[CompletionChunk]) -> CompletionChunk | None:
+    try:
+        return await anext(it)
+    except StopAsyncIteration:
+        return None
+
+
+def sse(obj: Any, event: str | None = None) -> str:
+    """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events)."""
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n"
+
+
+def create_app(
+    model: LlamaModel, settings: ServerSettings, *, static_path: str | None = None
+) -> Starlette:
     """The ASGI app over ``model`` (its engine runs while the app's lifespan does, on a
-    context of its own; the model stays the caller's)."""
+    context of its own; the model stays the caller's). ``static_path`` is llama-server's
+    ``--path``: a folder served at the root instead of the chat page."""
     server = Server(model, settings)
 
     @contextlib.asynccontextmanager
@@ -307,6 +430,57 @@ def create_app(model: LlamaModel, settings: ServerSettings) -> Starlette:
         finally:
             await asyncio.to_thread(server.close)
 
-    app = Starlette(routes=server.routes(), lifespan=lifespan)
+    routes: list[BaseRoute] = list(server.routes())
+    prefix = settings.api_prefix
+    if settings.ui and static_path:
+        routes.append(Mount(prefix or "/", StaticFiles(directory=static_path, html=True)))
+    elif settings.ui:
+        routes.append(Route(prefix + "/", ui.page, methods=["GET"]))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(Cors, settings=settings)
     app.state.server = server
     return app
+
+
+class Cors:
+    """llama-server's CORS: ``--cors-origins`` (``*`` with credentials echoes the
+    request's Origin; ``localhost`` echoes only local origins), and OPTIONS answered
+    before authorization, since browsers send no key with a preflight."""
+
+    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
+        self.app = app
+        self.settings = settings
+
+    def _origin(self, origin: str) -> str | None:
+        s = self.settings
+        if s.cors_credentials and s.cors_origins == "*":
+            return origin
+        if s.cors_origins == "localhost":
+            host = origin.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+            return origin if host in ("localhost", "127.0.0.1", "::1") else None
+        return s.cors_origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        allow = self._origin(headers.get(b"origin", b"").decode("latin-1"))
+        extra = [(b"access-control-allow-origin", allow.encode("latin-1"))] if allow else []
+        if scope["method"] == "OPTIONS":
+            s = self.settings
+            extra += [
+                (b"access-control-allow-credentials", b"true" if s.cors_credentials else b"false"),
+                (b"access-control-allow-methods", s.cors_methods.encode("latin-1")),
+                (b"access-control-allow-headers", s.cors_headers.encode("latin-1")),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": extra})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start" and extra:
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)

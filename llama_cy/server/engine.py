@@ -17,9 +17,10 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
@@ -32,6 +33,7 @@ from llama_cy.generation import Job, Sequence, common_prefix
 __all__ = ["Engine", "QueueFullError", "Task"]
 
 _log = logging.getLogger("llama_cy.server")
+T = TypeVar("T")
 
 
 class QueueFullError(LlamaError, RuntimeError):
@@ -50,6 +52,7 @@ class Task:
     created: float = field(default_factory=time.perf_counter)
     cancelled: bool = False
     cache_prompt: bool = True
+    id_slot: int = -1
     slot: int = -1
 
 
@@ -74,6 +77,8 @@ class Engine:
         queue_timeout: float | None = None,
         context_shift: bool = False,
         n_keep: int | None = None,
+        slot_prompt_similarity: float = 0.0,
+        warmup: bool = False,
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -86,7 +91,9 @@ class Engine:
         except BaseException:
             ctx.close()
             raise
-        self.n_ctx_slot = ctx.n_ctx_seq
+        # As llama-server: a slot never holds more than the model was trained on.
+        self.n_ctx_slot = min(ctx.n_ctx_seq, model.n_ctx_train or ctx.n_ctx_seq)
+        self.slot_prompt_similarity = slot_prompt_similarity
         keep = n_keep if n_keep is not None else int(model.add_bos)
         self.slots = [
             Sequence(ctx, i, n_ctx=self.n_ctx_slot, context_shift=context_shift, n_keep=keep)
@@ -104,6 +111,8 @@ class Engine:
         # What a step has for the clients, handed to their event loops in one call per
         # loop: one wake-up (and GIL hand-over) per step instead of one per slot.
         self._outbox: list[tuple[Task, CompletionChunk | BaseException]] = []
+        # Work on one idle slot, run on the engine thread between steps (slot actions).
+        self._calls: list[tuple[int, Callable[[Sequence], Any], Future[Any]]] = []
         # Counters for /metrics, named as llama-server's.
         self.n_prompt_tokens = 0
         self.t_prompt_s = 0.0
@@ -111,6 +120,23 @@ class Engine:
         self.t_predicted_s = 0.0
         self.n_decode = 0
         self.n_busy_slots = 0
+        if warmup:
+            self._warmup()
+
+    def _warmup(self) -> None:
+        """llama-server's warmup: one decode (BOS, or EOS) so that the first request
+        does not pay for the backends' first-use setup; the cache is cleared after."""
+        m = self.model
+        token = m.token_bos if m.token_bos >= 0 else m.token_eos
+        if token < 0:
+            return
+        self._batch.clear()
+        self._batch.add(token, 0, (0,), True)
+        try:
+            self.ctx.decode(self._batch)
+        finally:
+            self._batch.clear()
+            self.ctx.clear()
 
     # ---- lifetime --------------------------------------------------------------------
 
@@ -145,14 +171,18 @@ class Engine:
         *,
         samplers: tuple[LlamaSampler, LlamaSampler | None] | None = None,
         cache_prompt: bool = True,
+        id_slot: int = -1,
     ) -> Task:
         """Queue ``job`` (with its :meth:`samplers`, built here if not given);
         ContextOverflowError if its prompt does not fit in a slot, QueueFullError if the
         queue is full. Call from the event loop.
 
         ``cache_prompt=False`` decodes the whole prompt even if the slot holds a prefix
-        of it (llama-server's option of that name).
+        of it (llama-server's option of that name). ``id_slot`` asks for one slot (the
+        request waits for it); -1 lets the engine choose.
         """
+        if not -1 <= id_slot < len(self.slots):
+            raise ValueError(f"id_slot must be -1 or a slot id below {len(self.slots)}")
         if samplers is None:
             samplers = self.samplers(job)
         with self._cond:
@@ -163,11 +193,12 @@ class Engine:
             self._next_id += 1
             task = Task(self._next_id, job, samplers, asyncio.get_running_loop())
             task.cache_prompt = cache_prompt
+            task.id_slot = id_slot
             self._queue.append(task)
             self._cond.notify()
         return task
 
-    async def results(self, task: Task) -> AsyncIterator[CompletionChunk]:
+    async def results(self, task: Task) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of ``task``; leaving early (a client gone) cancels it."""
         try:
             while True:
@@ -187,6 +218,31 @@ class Engine:
             if task in self._queue:
                 self._queue.remove(task)
             self._cond.notify()
+
+    def on_slot(self, slot_id: int, fn: Callable[[Sequence], T]) -> Future[T]:
+        """Run ``fn(slot)`` on the engine thread once slot ``slot_id`` is idle (it waits
+        for the request it runs, if any); the future holds its result. Any thread."""
+        if not 0 <= slot_id < len(self.slots):
+            raise ValueError(f"slot {slot_id} does not exist: there are {len(self.slots)}")
+        future: Future[T] = Future()
+        with self._cond:
+            if self._stopping:
+                raise LlamaError("the server's engine is not running")
+            self._calls.append((slot_id, fn, future))
+            self._cond.notify()
+        return future
+
+    def _run_calls(self) -> None:
+        """The slot calls whose slot is idle (engine thread)."""
+        with self._cond:
+            ready = [c for c in self._calls if self.tasks[c[0]] is None]
+            self._calls = [c for c in self._calls if c not in ready]
+        for slot_id, fn, future in ready:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(self.slots[slot_id]))
+                except Exception as exc:  # the caller's to report
+                    future.set_exception(exc)
 
     @property
     def n_waiting(self) -> int:
@@ -220,6 +276,7 @@ class Engine:
         try:
             while self._wait_for_work():
                 try:
+                    self._run_calls()
                     self._step()
                 except Exception as exc:  # a bug: the requests in this step end, not the engine
                     _log.exception("engine step failed")
@@ -233,6 +290,9 @@ class Engine:
                 self._stopping = True
                 pending = [t for t in self.tasks if t is not None] + list(self._queue)
                 self._queue.clear()
+                for _, _, future in self._calls:
+                    future.cancel()
+                self._calls.clear()
             self._outbox += [(task, LlamaError("the server's engine stopped")) for task in pending]
             self._flush()
 
@@ -250,10 +310,15 @@ class Engine:
                         error = QueueFullError(f"no slot became free in {self.queue_timeout:g} s")
                         self._outbox.append((self._queue.popleft(), error))
                     self._flush()
-                while self._queue and any(t is None for t in self.tasks):
-                    task = self._queue.popleft()
-                    if not task.cancelled:
-                        slot = self._pick_slot(task)
+                i = 0
+                while i < len(self._queue) and any(t is None for t in self.tasks):
+                    task = self._queue[i]
+                    slot = None if task.cancelled else self._pick_slot(task)
+                    if slot is None and not task.cancelled:  # its slot is busy
+                        i += 1
+                        continue
+                    del self._queue[i]
+                    if slot is not None:
                         try:
                             self._start(slot, task)
                         except Exception as exc:  # this request only
@@ -262,20 +327,31 @@ class Engine:
                             self._flush()
                 if any(t is not None for t in self.tasks):
                     return True
+                if any(self.tasks[c[0]] is None for c in self._calls):
+                    return True
                 self._cond.wait()
         return False
 
-    def _pick_slot(self, task: Task) -> Sequence:
-        """The idle slot whose cached tokens share the longest prefix with the prompt
-        (the least recently used one if none shares any)."""
+    def _pick_slot(self, task: Task) -> Sequence | None:
+        """llama-server's choice: the slot the task asks for (None while it is busy);
+        else the idle slot whose cache shares the largest fraction of the prompt, above
+        ``slot_prompt_similarity``; else the least recently used idle slot."""
+        if task.id_slot >= 0:
+            return self.slots[task.id_slot] if self.tasks[task.id_slot] is None else None
         idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
-        return max(idle, key=lambda s: (common_prefix(s.cache, prompt), -s.last_used))
+        if self.slot_prompt_similarity > 0.0:
+            best = max(idle, key=lambda s: (common_prefix(s.cache, prompt), -s.last_used))
+            if common_prefix(best.cache, prompt) / len(prompt) > self.slot_prompt_similarity:
+                return best
+        return min(idle, key=lambda s: s.last_used)
 
     def _start(self, slot: Sequence, task: Task) -> None:
         slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
         self.tasks[slot.id] = task
         task.slot = slot.id
+        if task.job.progress:  # the first report: what the cache already holds
+            self._outbox.append((task, slot.progress()))
 
     def _free(self, slot: Sequence) -> None:
         slot.release()
@@ -288,9 +364,13 @@ class Engine:
         busy = [s for s in self.slots if self.tasks[s.id] is not None]
         n_gen = sum(s.fill(batch, 1) for s in busy if s.token >= 0)
         n_prompt = 0
+        prefilling = []
         for s in busy:
             if s.token < 0:
-                n_prompt += s.fill(batch, batch.capacity - batch.n_tokens)
+                added = s.fill(batch, batch.capacity - batch.n_tokens)
+                n_prompt += added
+                if added:
+                    prefilling.append(s)
         if n_gen + n_prompt == 0:
             return
         t0 = time.perf_counter()
@@ -311,6 +391,10 @@ class Engine:
         self.t_predicted_s += dt * n_gen / (n_prompt + n_gen)
         for s in busy:
             s.decoded()
+        for s in prefilling:
+            task = self.tasks[s.id]
+            if task is not None and task.job.progress:
+                self._outbox.append((task, s.progress()))
         for s in busy:
             if s.i_batch < 0:
                 continue

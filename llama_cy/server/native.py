@@ -4,24 +4,30 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
+from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy._backend import LLAMA_CPP_BUILD
-from llama_cy.completion import Completion, CompletionChunk, Timings
+from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
+from llama_cy.generation import Job, Sequence
 from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.responses import Shaper
 from llama_cy.server import schema
-from llama_cy.server.openai_api import messages, prompt, render_kwargs
+from llama_cy.server.inputs import input_prompts, logit_bias, messages
+from llama_cy.server.openai_api import render_kwargs
 from llama_cy.server.schema import ApiError
 from llama_cy.settings import SAMPLING_SETTINGS
 
 if TYPE_CHECKING:
     from llama_cy.server.app import RouteSpec, Server
 
-__all__ = ["NativeShaper", "routes", "timings_dict"]
+__all__ = ["NativeShaper", "routes"]
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -30,28 +36,12 @@ def routes(server: Server) -> list[RouteSpec]:
     async def completion(request: Request) -> Response:
         server.generating()
         body = await server.body(request, schema.NATIVE_COMPLETION, "prompt")
-        sampling = server.sampling(body)
-        bias = body.get("logit_bias")
-        if isinstance(bias, list):  # llama-server's [[token, bias], ...]
-            # [[token, false]] is llama-server's "never this token".
-            sampling["logit_bias"] = {
-                int(t): float("-inf") if b is False else float(b)
-                for t, b in bias
-                if isinstance(b, (int, float))
-            }
-        if "json_schema" in body and "grammar" not in body:
-            sampling["grammar"] = json_schema_to_grammar(body["json_schema"])
-        n_probs = body.get("n_probs", 0)
-        job = await asyncio.to_thread(
-            server.preparer.completion,
-            prompt(body["prompt"]),
-            max_tokens=body.get("n_predict", body.get("max_tokens")),
-            stop=body.get("stop"),
-            logprobs=n_probs if n_probs > 0 else None,
-            **sampling,
-        )
-        shaper = NativeShaper(server.model_id, return_tokens=bool(body.get("return_tokens")))
-        return await server.run(request, job, shaper, body, done_marker=False)
+        prompts = await asyncio.to_thread(input_prompts, server, body["prompt"])
+        jobs = []
+        for i, tokens in enumerate(prompts):
+            job = await asyncio.to_thread(prepare_native, server, tokens, body)
+            jobs.append((job, NativeShaper(server, job, body, index=i)))
+        return await server.run(request, jobs, body, done_marker=False)
 
     async def tokenize(request: Request) -> Response:
         fields = {
@@ -115,6 +105,8 @@ def routes(server: Server) -> list[RouteSpec]:
             {
                 "default_generation_settings": {"n_ctx": server.n_ctx, "params": params},
                 "total_slots": len(engine.slots) if engine is not None else 1,
+                "model_aliases": sorted(server.settings.aliases),
+                "model_tags": sorted(server.settings.tags),
                 "model_alias": server.model_id,
                 "model_path": server.settings.model,
                 "chat_template": template.source,
@@ -123,12 +115,18 @@ def routes(server: Server) -> list[RouteSpec]:
                 "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
                 "modalities": {"vision": False, "audio": False},
                 "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
-                "endpoint_slots": True,
+                "endpoint_slots": server.settings.slots_endpoint,
                 "endpoint_metrics": server.settings.metrics,
             }
         )
 
     async def slots(request: Request) -> Response:
+        if not server.settings.slots_endpoint:
+            raise ApiError(
+                501,
+                "this server has no /slots: it was started with --no-slots",
+                "not_supported_error",
+            )
         if server.engine is None:
             raise ApiError(
                 501,
@@ -137,8 +135,39 @@ def routes(server: Server) -> list[RouteSpec]:
             )
         return JSONResponse(server.engine.slots_info())
 
+    async def slot_action(request: Request) -> Response:
+        engine = server.generating()
+        try:
+            slot_id = int(request.path_params["id_slot"])
+        except ValueError:
+            raise ApiError(400, "invalid slot id") from None
+        action = request.query_params.get("action")
+        if action not in ("save", "restore", "erase"):
+            raise ApiError(400, "action must be save, restore or erase", param="action")
+        folder = server.settings.slot_save_path
+        if action != "erase" and folder is None:
+            raise ApiError(
+                501,
+                "this server does not save slots: start it with --slot-save-path",
+                "not_supported_error",
+            )
+        if action == "erase":
+            work = _erase
+        else:
+            assert folder is not None
+            body = schema.check(
+                schema.parse(await request.body()), {"filename": (str,)}, ("filename",)
+            )
+            path = slot_file(folder, body["filename"])
+            work = partial(_save if action == "save" else _restore, server, path)
+        future = engine.on_slot(slot_id, work)
+        out = await asyncio.wrap_future(future)
+        return JSONResponse({"id_slot": slot_id, **out})
+
     return [
         ("/completion", completion, post, False),
+        ("/slots/{id_slot}", slot_action, post, False),
+        ("/completions", completion, post, False),
         ("/tokenize", tokenize, post, False),
         ("/detokenize", detokenize, post, False),
         ("/apply-template", apply_template, post, False),
@@ -150,63 +179,238 @@ def routes(server: Server) -> list[RouteSpec]:
 _STOP_TYPES = {"eog": "eos", "stop": "word", "length": "limit"}
 
 
-def timings_dict(t: Timings) -> dict[str, float | int]:
-    """llama-server's ``timings`` object."""
-    return {
-        "cache_n": t.cached_n,
-        "prompt_n": t.prompt_n,
-        "prompt_ms": t.prompt_ms,
-        "prompt_per_token_ms": t.prompt_ms / t.prompt_n if t.prompt_n else 0.0,
-        "prompt_per_second": t.prompt_per_second,
-        "predicted_n": t.predicted_n,
-        "predicted_ms": t.predicted_ms,
-        "predicted_per_token_ms": t.predicted_ms / t.predicted_n if t.predicted_n else 0.0,
-        "predicted_per_second": t.predicted_per_second,
+def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> Job:
+    """A /completion (or /infill) request's job, llama-server's fields read."""
+    sampling = server.sampling(body)
+    bias = body.get("logit_bias")
+    if bias is not None:
+        sampling["logit_bias"] = logit_bias(server, bias)
+    if "json_schema" in body and "grammar" not in body:
+        sampling["grammar"] = json_schema_to_grammar(body["json_schema"])
+    n_probs = body.get("n_probs", 0)
+    if n_probs < 0:
+        raise ApiError(400, "n_probs must be >= 0", param="n_probs")
+    if body.get("post_sampling_probs"):
+        raise ApiError(
+            400,
+            "post_sampling_probs is not supported here: probabilities are the model's, "
+            "before sampling",
+            param="post_sampling_probs",
+        )
+    return server.preparer.completion(
+        tokens,
+        max_tokens=body.get("n_predict", body.get("max_tokens")),
+        stop=body.get("stop"),
+        logprobs=n_probs if n_probs > 0 else None,
+        **sampling,
+    )
+
+
+def probabilities(lps: list[TokenLogprob]) -> list[dict[str, Any]]:
+    """llama-server's ``completion_probabilities``."""
+
+    def one(token: int, piece: bytes, logprob: float) -> dict[str, Any]:
+        return {
+            "id": token,
+            "token": piece.decode("utf-8", "ignore"),
+            "bytes": list(piece),
+            "logprob": logprob,
+        }
+
+    return [
+        {**one(lp.token, lp.piece, lp.logprob), "top_logprobs": [one(*t) for t in lp.top]}
+        for lp in lps
+    ]
+
+
+def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> dict[str, Any]:
+    """llama-server's ``generation_settings``: the request's sampling as it ran."""
+    p = job.params
+    out: dict[str, Any] = {
+        "seed": p.seed if p.seed is not None else -1,
+        "n_predict": job.max_tokens if job.max_tokens is not None else -1,
+        "max_tokens": job.max_tokens if job.max_tokens is not None else -1,
+        "stream": bool(body.get("stream")),
+        "n_probs": job.n_logprobs or 0,
+        "post_sampling_probs": False,
+        "stop": list(job.stop),
+        "ignore_eos": bool(body.get("ignore_eos")),
+        "n_keep": server.settings.keep,
+        "grammar": job.params.grammar if isinstance(job.params.grammar, str) else "",
+        # llama.cpp's adaptive-p sampler is not in llama_cy's chain: reported off.
+        "adaptive_target": -1.0,
+        "adaptive_decay": 0.9,
     }
+    for s in SAMPLING_SETTINGS:
+        value = getattr(p, s.name)
+        out[s.server_name] = list(value) if isinstance(value, tuple) else value
+    out["mirostat"] = out.pop("mirostat_mode", 0)
+    return out
 
 
 class NativeShaper(Shaper):
-    """``/completion``: ``{"content", "stop", ...}`` objects, the last with the stop type,
-    counts and timings."""
+    """``/completion``: ``{"content", "stop", ...}`` objects, the last with the stop
+    type, counts, settings and timings, in llama-server's shapes."""
 
     kind = "cmpl"
 
-    def __init__(self, model: str, *, return_tokens: bool = False) -> None:
-        super().__init__(model)
-        self.return_tokens = return_tokens
+    def __init__(
+        self, server: Server, job: Job, body: Mapping[str, Any], *, index: int = 0
+    ) -> None:
+        super().__init__(server.model_id)
+        self.server = server
+        self.job = job
+        self.index = index
+        self.return_tokens = bool(body.get("return_tokens"))
+        self.streaming = bool(body.get("stream"))
+        self.fields = body.get("response_fields") or []
         self.slot = -1
+        self._n = 0
+        self._new_line = False
 
-    def _dict(self, text: str, tokens: list[int]) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": text, "stop": False, "id_slot": self.slot}
-        out["tokens"] = tokens if self.return_tokens else []
+    def _partial(self, chunk: CompletionChunk) -> dict[str, Any]:
+        self._n += len(chunk.tokens)
+        self._new_line = self._new_line or "\n" in chunk.text
+        out: dict[str, Any] = {
+            "index": self.index,
+            "content": chunk.text,
+            "tokens": chunk.tokens,
+            "stop": False,
+            "id_slot": self.slot,
+            "tokens_predicted": self._n,
+            "tokens_evaluated": len(self.job.tokens),
+        }
+        if chunk.logprobs:
+            out["completion_probabilities"] = probabilities(chunk.logprobs)
+        if chunk.timings is not None and chunk.stop_reason is None:
+            out["timings"] = chunk.timings.as_dict()
+        if chunk.progress is not None:
+            out["prompt_progress"] = chunk.progress.as_dict()
         return out
 
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
-        self._count(chunk)
-        if chunk.stop_reason is None or chunk.timings is None:
-            return [self._dict(chunk.text, chunk.tokens)]
-        last = self._dict(chunk.text, chunk.tokens)
-        last.update(
-            self._summary(chunk.stop_reason, chunk.stop, chunk.prompt_tokens, chunk.timings)
-        )
-        return [last]
-
-    def whole(self, done: Completion) -> dict[str, Any]:
-        out = self._dict(done.text, done.tokens)
-        out.update(self._summary(done.stop_reason, done.stop, done.prompt_tokens, done.timings))
+        out = []
+        if chunk.text or chunk.tokens or chunk.stop_reason is None:
+            out.append(self._partial(chunk))
+        if chunk.stop_reason is not None and chunk.timings is not None:
+            final = self._final("", [], chunk.stop_reason, chunk.stop, chunk.timings)
+            out.append(final)
         return out
 
-    def _summary(
-        self, reason: str, stop: str | None, n_prompt: int, timings: Timings
+    def whole(self, done: Completion) -> dict[str, Any]:
+        self._n = len(done.tokens)
+        self._new_line = "\n" in done.text
+        tokens = done.tokens if self.return_tokens else []
+        out = self._final(done.text, tokens, done.stop_reason, done.stop, done.timings)
+        if done.logprobs:
+            out["completion_probabilities"] = probabilities(done.logprobs)
+        return _pick(out, self.fields) if self.fields else out
+
+    def _final(
+        self, text: str, tokens: list[int], reason: str, stop: str | None, timings: Timings
     ) -> dict[str, Any]:
+        n_prompt = len(self.job.tokens)
+        model = self.server.model
         return {
+            "index": self.index,
+            "content": text,
+            "tokens": tokens,
+            "id_slot": self.slot,
             "stop": True,
             "model": self.model,
+            "tokens_predicted": self._n,
+            "tokens_evaluated": n_prompt,
+            "generation_settings": generation_settings(
+                self.server, self.job, {"stream": self.streaming}
+            ),
+            "prompt": model.detokenize(self.job.tokens, unparse_special=True),
+            "has_new_line": self._new_line,
+            "truncated": False,
             "stop_type": _STOP_TYPES[reason],
             "stopping_word": stop or "",
-            "tokens_predicted": timings.predicted_n,
-            "tokens_evaluated": n_prompt,
-            "tokens_cached": n_prompt + timings.predicted_n,
-            "truncated": False,
-            "timings": timings_dict(timings),
+            "tokens_cached": n_prompt + self._n,
+            "timings": timings.as_dict(),
         }
+
+
+def slot_file(folder: str, name: str) -> str:
+    """``name`` in ``folder``, refused unless it is a plain file name (llama.cpp's
+    ``fs_validate_filename``: no separators, no ``..``, nothing hidden or special)."""
+    bad = (
+        not name
+        or len(name.encode()) > 255
+        or name in (".", "..")
+        or name.startswith(".")
+        or any(c in name for c in '/\\:*?"<>|')
+        or any(ord(c) < 32 or ord(c) == 127 for c in name)
+        or name != name.strip()
+    )
+    if bad:
+        raise ApiError(400, f"invalid file name {name!r}", param="filename")
+    return os.path.join(folder, name)
+
+
+def _save(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    tokens = list(slot.cache)
+    n_bytes = slot.ctx.state_seq_save_file(path, slot.id, tokens)
+    ms = (time.perf_counter() - t0) * 1e3
+    return {
+        "filename": os.path.basename(path),
+        "n_saved": len(tokens),
+        "n_written": n_bytes,
+        "timings": {"save_ms": ms},
+    }
+
+
+def _restore(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
+    if not os.path.isfile(path):
+        raise ApiError(404, f"no saved slot named {os.path.basename(path)!r}", "not_found_error")
+    t0 = time.perf_counter()
+    slot.release()
+    try:
+        tokens = slot.ctx.state_seq_load_file(path, slot.id).tolist()
+    except Exception as exc:
+        slot.ctx.seq_rm(slot.id)
+        slot.cache = []
+        raise ApiError(400, f"cannot restore the slot from that file: {exc}") from None
+    n_ctx = server.generating().n_ctx_slot
+    if len(tokens) > n_ctx:
+        slot.ctx.seq_rm(slot.id)
+        slot.cache = []
+        raise ApiError(
+            400, f"the saved slot holds {len(tokens)} tokens, more than a slot's {n_ctx}"
+        )
+    slot.cache = tokens
+    ms = (time.perf_counter() - t0) * 1e3
+    return {
+        "filename": os.path.basename(path),
+        "n_restored": len(tokens),
+        "n_read": os.path.getsize(path),
+        "timings": {"restore_ms": ms},
+    }
+
+
+def _erase(slot: Sequence) -> dict[str, Any]:
+    n = len(slot.cache)
+    slot.release()
+    slot.ctx.seq_rm(slot.id)
+    slot.cache = []
+    return {"n_erased": n}
+
+
+def _pick(obj: dict[str, Any], fields: list[Any]) -> dict[str, Any]:
+    """llama-server's ``response_fields``: only those fields, ``a/b`` reaching into
+    nested objects (the key stays ``a/b``)."""
+    out = {}
+    for path in fields:
+        if not isinstance(path, str):
+            continue
+        value: Any = obj
+        for part in path.split("/"):
+            if not isinstance(value, dict) or part not in value:
+                break
+            value = value[part]
+        else:
+            out[path] = value
+    return out

@@ -1,19 +1,21 @@
-"""OpenAI's API: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions``,
-``/v1/embeddings`` (each also without ``/v1``), and ``/health``."""
+"""OpenAI's API: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions`` (the
+last also as ``/chat/completions``), and ``/health``. Embeddings are in
+:mod:`.embeddings`."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
+import uuid
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy.chat import ChatParser
-from llama_cy.responses import ChatShaper, CompletionShaper
+from llama_cy.generation import Job
+from llama_cy.responses import ChatShaper, CompletionShaper, Shaper
 from llama_cy.server import schema
+from llama_cy.server.inputs import input_prompts, messages, prompt
 from llama_cy.server.schema import ApiError
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def routes(server: Server) -> list[RouteSpec]:
             "object": "model",
             "created": server.started,
             "owned_by": "llama_cy",
+            "aliases": sorted(server.settings.aliases),
+            "tags": sorted(server.settings.tags),
             "meta": meta,
         }
         return JSONResponse({"object": "list", "data": [card]})
@@ -82,23 +86,37 @@ def routes(server: Server) -> list[RouteSpec]:
     async def completions(request: Request) -> Response:
         server.generating()
         body = await server.body(request, schema.COMPLETION, "prompt")
-        job = await asyncio.to_thread(
-            server.preparer.completion,
-            prompt(body["prompt"]),
-            suffix=body.get("suffix"),
-            max_tokens=body.get("max_tokens"),
-            logprobs=body.get("logprobs"),
-            stop=body.get("stop"),
-            **server.sampling(body),
-        )
-        prefix = server.preparer.text(job.tokens) if body.get("echo") else ""
-        shaper = CompletionShaper(
-            server.model_id,
-            prefix=prefix,
-            logprobs=job.n_logprobs is not None,
-            include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
-        )
-        return await server.run(request, job, shaper, body)
+        suffix = body.get("suffix")
+        value = body["prompt"]
+        if suffix is not None:  # fill-in-the-middle: one text prompt
+            prompts: list[Any] = [prompt(value)]
+        else:
+            prompts = await asyncio.to_thread(input_prompts, server, value)
+        cmpl_id = f"cmpl-{uuid.uuid4().hex}"
+        jobs: list[tuple[Job, Shaper]] = []
+        for p in prompts:
+            for _ in range(_n(body)):
+                job = await asyncio.to_thread(
+                    server.preparer.completion,
+                    p,
+                    suffix=suffix,
+                    max_tokens=body.get("max_tokens"),
+                    logprobs=body.get("logprobs"),
+                    stop=body.get("stop"),
+                    **server.sampling(body),
+                )
+                prefix = server.preparer.text(job.tokens) if body.get("echo") else ""
+                shaper = CompletionShaper(
+                    server.model_id,
+                    prefix=prefix,
+                    logprobs=job.n_logprobs is not None,
+                    include_usage=_include_usage(body),
+                    index=len(jobs),
+                    fingerprint=server.fingerprint,
+                    id=cmpl_id,
+                )
+                jobs.append((job, shaper))
+        return await server.run(request, jobs, body, combine=combine_choices)
 
     async def chat_completions(request: Request) -> Response:
         server.generating()
@@ -108,47 +126,20 @@ def routes(server: Server) -> list[RouteSpec]:
         )
         assert job.chat is not None
         stream = bool(body.get("stream"))
-        shaper = ChatShaper(
-            server.model_id,
-            ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream),
-            logprobs=job.n_logprobs is not None,
-            include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
-        )
-        return await server.run(request, job, shaper, body)
-
-    async def embeddings(request: Request) -> Response:
-        embedder = server.embedder
-        if embedder is None:
-            raise ApiError(
-                501,
-                "this server does not support embeddings: start it with --embeddings",
-                "not_supported_error",
+        cmpl_id = f"chatcmpl-{uuid.uuid4().hex}"
+        jobs: list[tuple[Job, Shaper]] = []
+        for i in range(_n(body)):
+            shaper = ChatShaper(
+                server.model_id,
+                ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream),
+                logprobs=job.n_logprobs is not None,
+                include_usage=_include_usage(body),
+                index=i,
+                fingerprint=server.fingerprint,
+                id=cmpl_id,
             )
-        body = await server.body(request, schema.EMBEDDINGS, "input")
-        if embedder.ctx.pooling_type == "none":
-            raise ApiError(
-                400,
-                "pooling type 'none' gives a vector per token, which OpenAI's API cannot "
-                "carry: start the server with --pooling mean (or cls, last)",
-            )
-        fmt = body.get("encoding_format", "float")
-        if fmt not in ("float", "base64"):
-            raise ApiError(
-                400, "encoding_format must be 'float' or 'base64'", param="encoding_format"
-            )
-        inputs = embedding_inputs(server, body["input"])
-        vectors = await server.embed(inputs, True)
-        n = sum(len(t) for t in inputs)
-        data = []
-        for i, v in enumerate(vectors):
-            value: Any = v.tolist()
-            if fmt == "base64":
-                value = base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode()
-            data.append({"object": "embedding", "embedding": value, "index": i})
-        usage = {"prompt_tokens": n, "total_tokens": n}
-        return JSONResponse(
-            {"object": "list", "data": data, "model": server.model_id, "usage": usage}
-        )
+            jobs.append((job, shaper))
+        return await server.run(request, jobs, body, combine=combine_choices)
 
     return [
         ("/health", health, get, True),
@@ -156,92 +147,33 @@ def routes(server: Server) -> list[RouteSpec]:
         ("/v1/models", models, get, False),
         ("/models", models, get, False),
         ("/v1/completions", completions, post, False),
-        ("/completions", completions, post, False),
         ("/v1/chat/completions", chat_completions, post, False),
         ("/chat/completions", chat_completions, post, False),
-        ("/v1/embeddings", embeddings, post, False),
-        ("/embeddings", embeddings, post, False),
     ]
 
 
-def embedding_inputs(server: Server, value: Any) -> list[list[int]]:
-    """A string, a list of strings, a token list or a list of token lists."""
-    embedder = server.embedder
-    assert embedder is not None
-    if isinstance(value, str):
-        return embedder.inputs([value], truncate=True)
-    if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
-        return embedder.inputs(value, truncate=True)
-    if isinstance(value, list) and value and all(isinstance(x, int) for x in value):
-        value = [value]
-    if not (
-        isinstance(value, list)
-        and value
-        and all(
-            isinstance(x, list)
-            and x
-            and all(isinstance(t, int) and not isinstance(t, bool) for t in x)
-            for x in value
-        )
-    ):
-        raise ApiError(
-            400,
-            "'input' must be a string, an array of strings or an array of token arrays",
-            param="input",
-        )
-    return [server.preparer.tokens(x)[: embedder.limit] for x in value]
+def _n(body: dict[str, Any]) -> int:
+    n = body.get("n", 1)
+    if not 1 <= n <= 128:
+        raise ApiError(400, "n must be between 1 and 128", param="n")
+    return int(n)
 
 
-def prompt(value: Any) -> str | list[int]:
-    """A prompt: a string, a token array, or a one-element array of either."""
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, list)):
-        value = value[0]
-    if isinstance(value, str):
-        return value
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
-    ):
-        return value
-    raise ApiError(
-        400,
-        "'prompt' must be a string or an array of token ids (one prompt per request)",
-        param="prompt",
-    )
+def _include_usage(body: dict[str, Any]) -> bool:
+    return bool((body.get("stream_options") or {}).get("include_usage"))
 
 
-def messages(value: list[Any]) -> list[dict[str, Any]]:
-    """Chat messages, with OpenAI's content parts joined into text."""
-    out = []
-    for i, m in enumerate(value):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise ApiError(
-                400, f"messages[{i}] must be an object with a string 'role'", param="messages"
-            )
-        content = m.get("content")
-        if isinstance(content, list):
-            texts = []
-            for part in content:
-                if (
-                    not isinstance(part, dict)
-                    or part.get("type") != "text"
-                    or not isinstance(part.get("text"), str)
-                ):
-                    raise ApiError(
-                        400,
-                        f"messages[{i}]: only text content parts are supported",
-                        param="messages",
-                    )
-                texts.append(part["text"])
-            m = {**m, "content": "".join(texts)}
-        elif content is not None and not isinstance(content, str):
-            raise ApiError(
-                400,
-                f"messages[{i}].content must be a string or an array of parts",
-                param="messages",
-            )
-        out.append(m)
-    if not out:
-        raise ApiError(400, "'messages' must not be empty", param="messages")
+def combine_choices(responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """One OpenAI response from several choices (several prompts, or ``n``): their
+    choices in order, their usage added up."""
+    if len(responses) == 1:
+        return responses[0]
+    out = dict(responses[0])
+    out["choices"] = [r["choices"][0] for r in responses]
+    totals: dict[str, Any] = {}
+    for r in responses:
+        for key, value in r.get("usage", {}).items():
+            if isinstance(value, int):
+                totals[key] = totals.get(key, 0) + value
+    out["usage"] = {**responses[0].get("usage", {}), **totals}
     return out

@@ -20,10 +20,13 @@ __all__ = [
     "COMPLETION",
     "EMBEDDINGS",
     "NATIVE_COMPLETION",
+    "RERANK",
     "SAMPLING",
+    "UNSUPPORTED",
     "ApiError",
     "check",
     "parse",
+    "refuse_unsupported",
 ]
 
 _NUM = (int, float)
@@ -58,7 +61,53 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     "grammar": _STR + _NULL,
     "max_tokens": _INT + _NULL,
     "cache_prompt": _BOOL + _NULL,
+    "id_slot": _INT + _NULL,
+    "verbose": _BOOL + _NULL,
+    "response_fields": _LIST + _NULL,
+    "sse_ping_interval": _NUM + _NULL,
+    "ignore_eos": _BOOL + _NULL,
+    "timings_per_token": _BOOL + _NULL,
+    "return_progress": _BOOL + _NULL,
 }
+
+#: llama-server's request fields that llama_cy does not honour yet, with the value that
+#: asks for nothing (llama-server's default): any other value is refused, never ignored.
+UNSUPPORTED: dict[str, Any] = {
+    "n_indent": 0,
+    "n_discard": 0,
+    "n_cache_reuse": 0,
+    "t_max_prompt_ms": -1,
+    "t_max_predict_ms": -1,
+    "min_keep": 0,
+    "backend_sampling": False,
+    "post_sampling_probs": False,
+    "adaptive_target": -1.0,
+    "lora": [],
+    "samplers": None,
+    "grammar_lazy": False,
+    "grammar_triggers": [],
+    "preserved_tokens": [],
+    "chat_format": None,
+    "generation_prompt": None,
+    "parse_tool_calls": None,
+    "chat_parser": None,
+    "reasoning_control": None,
+    "reasoning_budget_start_tag": None,
+    "reasoning_budget_end_tags": None,
+    "n_keep": None,
+    "n_cmpl": 1,
+}
+
+
+def refuse_unsupported(body: Mapping[str, Any]) -> None:
+    """400 for a llama-server field that asks for what is not built here."""
+    for name, off in UNSUPPORTED.items():
+        if name in body and body[name] != off:
+            raise ApiError(400, f"'{name}' is not supported by llama-cy serve (yet)", param=name)
+    for name in body:
+        if name.startswith("speculative."):
+            raise ApiError(400, f"'{name}': speculative decoding is not built yet", param=name)
+
 
 #: /v1/completions
 COMPLETION: dict[str, tuple[type, ...]] = {
@@ -103,9 +152,21 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
 
 #: /v1/embeddings
 EMBEDDINGS: dict[str, tuple[type, ...]] = {
-    "input": _STR + _LIST,
+    "input": _STR + _LIST + _DICT,
+    "content": _STR + _LIST + _DICT,
     "model": _STR + _NULL,
     "encoding_format": _STR + _NULL,
+    "embd_normalize": _INT + _NULL,
+}
+
+#: /rerank (Jina's shape: documents; TEI's: texts)
+RERANK: dict[str, tuple[type, ...]] = {
+    "query": _STR,
+    "documents": _LIST + _NULL,
+    "texts": _LIST + _NULL,
+    "top_n": _INT + _NULL,
+    "return_text": _BOOL + _NULL,
+    "model": _STR + _NULL,
 }
 
 _JSON_NAMES = {

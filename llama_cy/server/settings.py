@@ -1,4 +1,5 @@
-"""What ``llama-cy serve`` takes (llama-server's long flag names), and what it loads."""
+"""What ``llama-cy serve`` runs with (llama-server's flags, read by :mod:`.flags`), and
+what it loads."""
 
 from __future__ import annotations
 
@@ -19,43 +20,85 @@ class ServerSettings:
 
     ``sampling`` holds the defaults of requests that do not say, by the Python names of
     :data:`~llama_cy.settings.SAMPLING_SETTINGS` (llama-server's own defaults otherwise).
+    ``context`` and ``load`` are extra keywords of :class:`~llama_cy.LlamaContext` and
+    :meth:`~llama_cy.LlamaModel.load` (KV cache types, RoPE, split mode, ...).
     """
 
     model: str
-    alias: str | None = None
-    ctx_size: int = 4096
-    parallel: int = 4
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    ctx_size: int = 0
+    parallel: int = -1
+    kv_unified: bool | None = None
     n_predict: int = -1
     threads: int | None = None
+    threads_batch: int | None = None
     n_gpu_layers: int = 0
     batch_size: int = 2048
     ubatch_size: int = 512
     flash_attn: bool | None = None
-    api_key: str | None = None
+    api_keys: tuple[str, ...] = ()
     embeddings: bool = False
+    reranking: bool = False
+    embd_normalize: int = 2
     pooling: str | None = None
     seed: int = -1
     chat_format: str | None = None
     chat_template: str | None = None
     use_jinja: bool = True
     reasoning_format: str = "auto"
+    reasoning: str = "auto"
+    reasoning_effort: str | None = None
     reasoning_budget: int = -1
     reasoning_budget_message: str = ""
+    reasoning_preserve: bool = True
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     metrics: bool = False
-    timeout: float = 600.0
+    slots_endpoint: bool = True
+    slot_save_path: str | None = None
+    cache_prompt: bool = True
+    timeout: float = 3600.0
+    queue_timeout: float = 600.0
     max_queue: int = 256
     rpc: str | None = None
     context_shift: bool = False
     keep: int = 0
+    warmup: bool = True
+    verbose: bool = False
+    ui: bool = True
+    api_prefix: str = ""
+    cors_origins: str = "*"
+    cors_methods: str = "GET, POST, DELETE, OPTIONS"
+    cors_headers: str = "*"
+    cors_credentials: bool = True
+    sse_ping_interval: float = 30.0
+    slot_prompt_similarity: float = 0.1
     sampling: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict)
+    load: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def model_id(self) -> str:
-        return self.alias or os.path.basename(self.model)
+        """The model's id in the API: the first alias in sorted order (llama-server keeps
+        them in a sorted set), else the file name."""
+        return sorted(self.aliases)[0] if self.aliases else os.path.basename(self.model)
+
+    @property
+    def n_parallel(self) -> int:
+        """Slots: ``--parallel``, or llama-server's auto (4, with a unified KV cache)."""
+        return 4 if self.parallel < 0 else self.parallel
+
+    @property
+    def unified(self) -> bool:
+        return self.kv_unified if self.kv_unified is not None else self.parallel < 0
 
     def preparer(self, model: LlamaModel) -> Preparer:
         """How this server prepares requests: llama-server's defaults and template."""
+        kwargs = dict(self.chat_template_kwargs)
+        if self.reasoning != "auto":
+            kwargs.setdefault("enable_thinking", self.reasoning == "on")
+        if not self.reasoning_preserve:
+            kwargs.setdefault("preserve_reasoning", False)
         return Preparer(
             model,
             chat_format=self.chat_format,
@@ -64,21 +107,24 @@ class ServerSettings:
             reasoning_format=self.reasoning_format,
             reasoning_budget=self.reasoning_budget,
             reasoning_budget_message=self.reasoning_budget_message,
-            chat_template_kwargs=self.chat_template_kwargs,
+            reasoning_effort=self.reasoning_effort,
+            chat_template_kwargs=kwargs,
             profile="server",
             seed=self.seed,
             overrides=self.sampling,
         )
 
-    def context(self, model: LlamaModel) -> dict[str, Any]:
+    def context_kwargs(self, model: LlamaModel) -> dict[str, Any]:
         """The keywords of the server's :class:`~llama_cy.LlamaContext`."""
         common: dict[str, Any] = {
+            **self.context,
             "n_ctx": self.ctx_size or model.n_ctx_train,
             "n_batch": self.batch_size,
             "n_threads": self.threads,
+            "n_threads_batch": self.threads_batch,
             "flash_attn": self.flash_attn,
         }
-        if self.embeddings:
+        if self.embeddings or self.reranking:
             # Inputs are packed into one batch as separate sequences, each of which must
             # fit in one micro-batch.
             return {
@@ -87,9 +133,10 @@ class ServerSettings:
                 "n_seq_max": min(64, self.batch_size),
                 "kv_unified": True,
                 "embeddings": True,
-                "pooling_type": self.pooling,
+                # --reranking: llama-server's ranking head on the pooled output.
+                "pooling_type": "rank" if self.reranking else self.pooling,
             }
-        return {**common, "n_ubatch": self.ubatch_size}
+        return {**common, "n_ubatch": self.ubatch_size, "kv_unified": self.unified}
 
 
 def load_model(
@@ -101,4 +148,5 @@ def load_model(
         n_gpu_layers=settings.n_gpu_layers,
         rpc_servers=settings.rpc,
         progress=progress,
+        **settings.load,
     )

@@ -1,0 +1,164 @@
+"""What a request asks for, read as llama-server reads it: prompts (text, tokens, both,
+several), chat messages and their content parts, and logit biases."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llama_cy.server.schema import ApiError
+
+if TYPE_CHECKING:
+    from llama_cy.server.app import Server
+
+__all__ = ["input_prompts", "logit_bias", "messages", "prompt", "prompt_parts"]
+
+
+def input_prompts(server: Server, value: Any) -> list[list[int]]:
+    """llama-server's ``prompt``: a string, a token array, an array mixing both (one
+    prompt), an object ``{"prompt_string": ...}``, or an array of any of those (several
+    prompts). Text gets BOS where it comes first; token ids are range-checked."""
+    if isinstance(value, list) and value and not any(_is_int(x) for x in value):
+        return [_subprompt(server, x) for x in value]
+    return [_subprompt(server, value)]
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _subprompt(server: Server, value: Any) -> list[int]:
+    if isinstance(value, dict) and "prompt_string" in value:
+        if value.get("multimodal_data") is not None:
+            raise ApiError(
+                400,
+                "multimodal data was given, but this server has no multimodal projector",
+                param="prompt",
+            )
+        value = value["prompt_string"]
+    model = server.model
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list) and value and all(_is_int(x) or isinstance(x, str) for x in value):
+        tokens: list[int] = []
+        for i, x in enumerate(value):
+            if isinstance(x, str):
+                tokens += model.tokenize(x, add_special=i == 0, parse_special=True).tolist()
+            else:
+                tokens.append(x)
+        return server.preparer.tokens(tokens)
+    raise ApiError(
+        400,
+        "'prompt' elements must be a string, a list of tokens, a JSON object with a "
+        "prompt_string, or a list of mixed strings and tokens",
+        param="prompt",
+    )
+
+
+def logit_bias(server: Server, value: Any) -> dict[int, float]:
+    """llama-server's ``logit_bias``: ``[[token or text, bias or false], ...]`` or
+    ``{"token id or text": bias}``; a text biases each of its tokens, ``false`` means
+    never."""
+    items = list(value.items()) if isinstance(value, dict) else value
+    if not isinstance(items, list):
+        raise ApiError(400, "'logit_bias' must be an object or an array", param="logit_bias")
+    out: dict[int, float] = {}
+    n_vocab = server.model.n_vocab
+    for item in items:
+        if not (isinstance(item, (list, tuple)) and len(item) == 2):
+            raise ApiError(
+                400, "'logit_bias' entries must be [token, bias] pairs", param="logit_bias"
+            )
+        key, bias = item
+        if bias is False:
+            b = float("-inf")
+        elif isinstance(bias, (int, float)) and not isinstance(bias, bool):
+            b = float(bias)
+        else:
+            raise ApiError(400, "a logit bias must be a number or false", param="logit_bias")
+        if isinstance(key, str) and not key.lstrip("-").isdigit():
+            ids = server.model.tokenize(key, add_special=False, parse_special=False).tolist()
+        elif isinstance(key, (int, str)) and not isinstance(key, bool):
+            ids = [int(key)]
+        else:
+            raise ApiError(400, "a logit bias key must be a token or a text", param="logit_bias")
+        for t in ids:
+            if not 0 <= t < n_vocab:
+                raise ApiError(400, f"logit_bias: token {t} outside [0, {n_vocab})")
+            out[t] = b
+    return out
+
+
+def prompt(value: Any) -> str | list[int]:
+    """A prompt: a string, a token array, or a one-element array of either."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, list)):
+        value = value[0]
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    ):
+        return value
+    raise ApiError(
+        400,
+        "'prompt' must be a string or an array of token ids (one prompt per request)",
+        param="prompt",
+    )
+
+
+def messages(value: list[Any]) -> list[dict[str, Any]]:
+    """Chat messages, with OpenAI's content parts joined into text."""
+    out = []
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ApiError(
+                400, f"messages[{i}] must be an object with a string 'role'", param="messages"
+            )
+        content = m.get("content")
+        if isinstance(content, list):
+            texts = []
+            for part in content:
+                if (
+                    not isinstance(part, dict)
+                    or part.get("type") != "text"
+                    or not isinstance(part.get("text"), str)
+                ):
+                    raise ApiError(
+                        400,
+                        f"messages[{i}]: only text content parts are supported",
+                        param="messages",
+                    )
+                texts.append(part["text"])
+            m = {**m, "content": "".join(texts)}
+        elif content is not None and not isinstance(content, str):
+            raise ApiError(
+                400,
+                f"messages[{i}].content must be a string or an array of parts",
+                param="messages",
+            )
+        out.append(m)
+    if not out:
+        raise ApiError(400, "'messages' must not be empty", param="messages")
+    return out
+
+
+def prompt_parts(parts: Any) -> str:
+    """OpenAI content parts (text only: this server has no multimodal projector) as one
+    text."""
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        raise ApiError(400, "'content' must be a string or an array of parts", param="content")
+    texts = []
+    for part in parts:
+        if not isinstance(part, dict) or part.get("type") != "text":
+            raise ApiError(
+                400,
+                "only text content parts are supported: this server has no multimodal projector",
+                param="content",
+            )
+        if not isinstance(part.get("text"), str):
+            raise ApiError(400, "a text part needs a string 'text'", param="content")
+        texts.append(part["text"])
+    return "".join(texts)
