@@ -32,6 +32,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from llama_cy._adapter import LoraAdapter
 from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
@@ -43,6 +44,7 @@ from llama_cy.generation import Job
 from llama_cy.responses import Shaper
 from llama_cy.server import anthropic, embeddings, metrics, native, openai_api, schema, ui
 from llama_cy.server.engine import Engine, QueueFullError, Task
+from llama_cy.server.inputs import lora_request
 from llama_cy.server.native import NativeShaper
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import ServerSettings
@@ -79,6 +81,11 @@ class Server:
         self.embedder: Embedder | None = None
         self.embed_lock = threading.Lock()
         context = settings.context_kwargs(model)
+        #: --lora adapters, and the scales a request without ``lora`` runs with
+        self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
+        self.lora_scales = [
+            0.0 if settings.lora_init_without_apply else scale for _, scale in settings.lora
+        ]
         if settings.embeddings or settings.reranking:
             ctx = LlamaContext(model, **context)
             self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
@@ -94,6 +101,7 @@ class Server:
                 n_keep=settings.keep + int(model.add_bos),
                 slot_prompt_similarity=settings.slot_prompt_similarity,
                 warmup=settings.warmup,
+                loras=self.loras,
                 **context,
             )
         self.started = int(time.time())
@@ -197,6 +205,13 @@ class Server:
             raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
         return body
 
+    def lora_for(self, value: Any) -> tuple[float, ...]:
+        """The adapter scales of a request: its ``lora`` list (``[{"id", "scale"}]``,
+        unnamed adapters at 0, as llama-server), else the server's current scales."""
+        if value is None:
+            return tuple(self.lora_scales)
+        return tuple(lora_request(value, len(self.loras), base=[0.0] * len(self.loras)))
+
     def verbose(self, body: Mapping[str, Any]) -> bool:
         """llama-server's ``__verbose`` extra: with ``-v``, or a request's ``verbose``."""
         return self.settings.verbose or bool(body.get("verbose"))
@@ -261,6 +276,7 @@ class Server:
                         samplers=samplers,
                         cache_prompt=body.get("cache_prompt", self.settings.cache_prompt),
                         id_slot=body.get("id_slot", -1),
+                        lora=self.lora_for(body.get("lora")),
                     )
                 )
         except BaseException:

@@ -18,10 +18,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
+from collections.abc import Sequence as Sequence_
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
@@ -54,6 +56,8 @@ class Task:
     cache_prompt: bool = True
     id_slot: int = -1
     slot: int = -1
+    #: the scale of each of the engine's LoRA adapters for this request
+    lora: tuple[float, ...] = ()
 
 
 class Engine:
@@ -79,6 +83,7 @@ class Engine:
         n_keep: int | None = None,
         slot_prompt_similarity: float = 0.0,
         warmup: bool = False,
+        loras: Sequence_[LoraAdapter] = (),
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -94,6 +99,12 @@ class Engine:
         # As llama-server: a slot never holds more than the model was trained on.
         self.n_ctx_slot = min(ctx.n_ctx_seq, model.n_ctx_train or ctx.n_ctx_seq)
         self.slot_prompt_similarity = slot_prompt_similarity
+        # LoRA: a batch runs under one set of adapter scales, so a step takes only the
+        # slots whose request asks for the same set; the sets take turns step by step.
+        self.loras = list(loras)
+        self._lora_active: tuple[float, ...] = (0.0,) * len(self.loras)
+        self._slot_lora = [self._lora_active] * ctx.n_seq_max
+        self._lora_turn = 0
         keep = n_keep if n_keep is not None else int(model.add_bos)
         self.slots = [
             Sequence(ctx, i, n_ctx=self.n_ctx_slot, context_shift=context_shift, n_keep=keep)
@@ -172,6 +183,7 @@ class Engine:
         samplers: tuple[LlamaSampler, LlamaSampler | None] | None = None,
         cache_prompt: bool = True,
         id_slot: int = -1,
+        lora: tuple[float, ...] | None = None,
     ) -> Task:
         """Queue ``job`` (with its :meth:`samplers`, built here if not given);
         ContextOverflowError if its prompt does not fit in a slot, QueueFullError if the
@@ -179,8 +191,12 @@ class Engine:
 
         ``cache_prompt=False`` decodes the whole prompt even if the slot holds a prefix
         of it (llama-server's option of that name). ``id_slot`` asks for one slot (the
-        request waits for it); -1 lets the engine choose.
+        request waits for it); -1 lets the engine choose. ``lora`` gives a scale to each
+        of the engine's adapters (default: none applied).
         """
+        scales = tuple(lora) if lora is not None else (0.0,) * len(self.loras)
+        if len(scales) != len(self.loras):
+            raise ValueError(f"lora: expected {len(self.loras)} scales, got {len(scales)}")
         if not -1 <= id_slot < len(self.slots):
             raise ValueError(f"id_slot must be -1 or a slot id below {len(self.slots)}")
         if samplers is None:
@@ -194,6 +210,7 @@ class Engine:
             task = Task(self._next_id, job, samplers, asyncio.get_running_loop())
             task.cache_prompt = cache_prompt
             task.id_slot = id_slot
+            task.lora = scales
             self._queue.append(task)
             self._cond.notify()
         return task
@@ -347,6 +364,11 @@ class Engine:
         return min(idle, key=lambda s: s.last_used)
 
     def _start(self, slot: Sequence, task: Task) -> None:
+        if task.lora != self._slot_lora[slot.id]:
+            # The cache was computed under other weights: none of it can be reused.
+            self.ctx.seq_rm(slot.id, -1, -1)
+            slot.cache.clear()
+            self._slot_lora[slot.id] = task.lora
         slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
         self.tasks[slot.id] = task
         task.slot = slot.id
@@ -362,6 +384,8 @@ class Engine:
         batch = self._batch
         batch.clear()
         busy = [s for s in self.slots if self.tasks[s.id] is not None]
+        if self.loras:
+            busy = self._lora_step(busy)
         n_gen = sum(s.fill(batch, 1) for s in busy if s.token >= 0)
         n_prompt = 0
         prefilling = []
@@ -414,6 +438,22 @@ class Engine:
                     self.tasks[s.id] = None
             self._outbox.append((task, chunk))
         self._flush()
+
+    def _lora_step(self, busy: list[Sequence]) -> list[Sequence]:
+        """The slots of this step: those under the set of LoRA scales whose turn it
+        is, with that set applied to the context."""
+        sets = list(dict.fromkeys(self._slot_lora[s.id] for s in busy))
+        if not sets:
+            return busy
+        scales = sets[self._lora_turn % len(sets)]
+        self._lora_turn += 1
+        if scales != self._lora_active:
+            self.ctx.clear_loras()
+            for adapter, scale in zip(self.loras, scales, strict=True):
+                if scale != 0.0:
+                    self.ctx.set_lora(adapter, scale)
+            self._lora_active = scales
+        return [s for s in busy if self._slot_lora[s.id] == scales]
 
     def _flush(self) -> None:
         """Hand the outbox to the clients' event loops, one call per loop."""

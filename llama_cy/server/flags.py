@@ -220,8 +220,10 @@ FLAGS: tuple[Flag, ...] = (
        help="override model metadata (types: int, float, bool, str)"),
     _f("--op-offload", "op_offload", None, default=True, negative=("--no-op-offload",),
        help="offload host tensor operations to the device (default: on)"),
-    _refused("--lora", "lora", "FNAME", _LATER, repeat=True),
-    _refused("--lora-scaled", "lora_scaled", "FNAME:SCALE,...", _LATER, repeat=True),
+    _f("--lora", "lora", "FNAME", repeat=True,
+       help="LoRA adapters, comma-separated (scale 1); a request's 'lora' sets its own"),
+    _f("--lora-scaled", "lora_scaled", "FNAME:SCALE,...", repeat=True,
+       help="LoRA adapters with their scales"),
     _refused("--control-vector", "control_vector", "FNAME", "control vectors are not served yet"),
     _refused("--control-vector-scaled", "control_vector_scaled", "FNAME:SCALE,...",
              "control vectors are not served yet"),
@@ -434,7 +436,8 @@ FLAGS: tuple[Flag, ...] = (
        help="only 0 is built here (KV-shifting reuse of chunks is not)"),
     _f("--metrics", "metrics", None, env="LLAMA_ARG_ENDPOINT_METRICS",
        help="Prometheus metrics at /metrics"),
-    _refused("--props", "props", None, _LATER, env="LLAMA_ARG_ENDPOINT_PROPS"),
+    _f("--props", "props", None, env="LLAMA_ARG_ENDPOINT_PROPS",
+       help="allow POST /props (no property can be changed yet, as in llama-server)"),
     _f("--slots", "slots", None, default=True, negative=("--no-slots",),
        env="LLAMA_ARG_ENDPOINT_SLOTS", help="the /slots endpoint (default: on)"),
     _f("--slot-save-path", "slot_save_path", "PATH",
@@ -470,7 +473,8 @@ FLAGS: tuple[Flag, ...] = (
              negative=("--no-prefill-assistant",), env="LLAMA_ARG_PREFILL_ASSISTANT"),
     _f("-sps --slot-prompt-similarity", "slot_prompt_similarity", "SIMILARITY", type=float,
        default=0.1, help="how much of a slot's prompt a request must share to be sent there"),
-    _refused("--lora-init-without-apply", "lora_init_without_apply", None, _LATER),
+    _f("--lora-init-without-apply", "lora_init_without_apply", None,
+       help="load the LoRA adapters at scale 0 (POST /lora-adapters sets them)"),
     _refused("--sleep-idle-seconds", "sleep_idle_seconds", "SECONDS",
              "unloading the model when idle is not built here"),
     _refused("--log-prompts-dir", "log_prompts_dir", "PATH", "prompt logging is not built here"),
@@ -649,6 +653,24 @@ def _override_kv(items: Sequence[str] | None) -> dict[str, Any] | None:
     return out
 
 
+def _loras(
+    plain: Sequence[str] | None, scaled: Sequence[str] | None
+) -> tuple[tuple[str, float], ...]:
+    """--lora FNAME,... (scale 1) and --lora-scaled FNAME:SCALE,..."""
+    out = [(p, 1.0) for v in plain or () for p in _split(v)]
+    for item in (x for v in scaled or () for x in _split(v)):
+        path, sep, scale = item.rpartition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out.append((path, float(scale)))
+        except ValueError:
+            raise SystemExit(
+                f"llama-cy serve: --lora-scaled: expected FNAME:SCALE, not {item!r}"
+            ) from None
+    return tuple(out)
+
+
 def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
     keys = list(_split(args.api_key))
     if args.api_key_file:
@@ -763,6 +785,9 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         metrics=args.metrics,
         slots_endpoint=args.slots,
         slot_save_path=args.slot_save_path,
+        props_endpoint=args.props,
+        lora=_loras(args.lora, args.lora_scaled),
+        lora_init_without_apply=args.lora_init_without_apply,
         cache_prompt=args.cache_prompt,
         timeout=args.timeout,
         queue_timeout=args.queue_timeout,

@@ -10,7 +10,7 @@ from llama_cy.server.schema import ApiError
 if TYPE_CHECKING:
     from llama_cy.server.app import Server
 
-__all__ = ["input_prompts", "logit_bias", "messages", "prompt", "prompt_parts"]
+__all__ = ["input_prompts", "logit_bias", "lora_request", "messages", "prompt", "prompt_parts"]
 
 
 def input_prompts(server: Server, value: Any) -> list[list[int]]:
@@ -162,3 +162,19 @@ def prompt_parts(parts: Any) -> str:
             raise ApiError(400, "a text part needs a string 'text'", param="content")
         texts.append(part["text"])
     return "".join(texts)
+
+
+def lora_request(value: Any, n: int, base: list[float]) -> list[float]:
+    """``base`` with the scales of llama-server's ``[{"id": i, "scale": s}, ...]``."""
+    if not isinstance(value, list):
+        raise ApiError(400, "'lora' must be an array of {id, scale} objects", param="lora")
+    out = list(base)
+    for entry in value:
+        i = entry.get("id") if isinstance(entry, dict) else None
+        scale = entry.get("scale", 0.0) if isinstance(entry, dict) else None
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+            raise ApiError(400, f"lora: no adapter with id {i!r} (there are {n})", param="lora")
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+            raise ApiError(400, "lora: a scale must be a number", param="lora")
+        out[i] = float(scale)
+    return out

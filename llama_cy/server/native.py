@@ -19,7 +19,7 @@ from llama_cy.generation import Job, Sequence
 from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.responses import Shaper
 from llama_cy.server import schema
-from llama_cy.server.inputs import input_prompts, logit_bias, messages
+from llama_cy.server.inputs import input_prompts, logit_bias, lora_request, messages
 from llama_cy.server.openai_api import render_kwargs
 from llama_cy.server.schema import ApiError
 from llama_cy.settings import SAMPLING_SETTINGS
@@ -164,7 +164,47 @@ def routes(server: Server) -> list[RouteSpec]:
         out = await asyncio.wrap_future(future)
         return JSONResponse({"id_slot": slot_id, **out})
 
+    async def lora_adapters(request: Request) -> Response:
+        return JSONResponse(
+            [
+                {
+                    "id": i,
+                    "path": adapter.path,
+                    "scale": server.lora_scales[i],
+                    "task_name": adapter.metadata.get("adapter.lora.task_name", ""),
+                    "prompt_prefix": adapter.metadata.get("adapter.lora.prompt_prefix", ""),
+                }
+                for i, adapter in enumerate(server.loras)
+            ]
+        )
+
+    async def set_lora_adapters(request: Request) -> Response:
+        body = schema.parse(await request.body())
+        if not isinstance(body, list):
+            raise ApiError(400, "the request body must be an array of {id, scale}")
+        # Like llama-server: adapters not named go to scale 0; running requests keep
+        # the scales they started with.
+        server.lora_scales = lora_request(body, len(server.loras), [0.0] * len(server.loras))
+        return JSONResponse({"success": True})
+
+    async def set_props(request: Request) -> Response:
+        if not server.settings.props_endpoint:
+            raise ApiError(
+                501,
+                "this server does not change properties: start it with --props",
+                "not_supported_error",
+            )
+        body = schema.parse(await request.body())
+        if not isinstance(body, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        if body:  # as in llama-server, no property can be changed yet: say so
+            raise ApiError(400, f"these properties cannot be changed: {', '.join(sorted(body))}")
+        return JSONResponse({"success": True})
+
     return [
+        ("/lora-adapters", lora_adapters, get, False),
+        ("/lora-adapters", set_lora_adapters, post, False),
+        ("/props", set_props, post, False),
         ("/completion", completion, post, False),
         ("/slots/{id_slot}", slot_action, post, False),
         ("/completions", completion, post, False),

@@ -68,6 +68,7 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     "ignore_eos": _BOOL + _NULL,
     "timings_per_token": _BOOL + _NULL,
     "return_progress": _BOOL + _NULL,
+    "lora": _LIST + _NULL,
 }
 
 #: llama-server's request fields that llama_cy does not honour yet, with the value that
@@ -82,7 +83,6 @@ UNSUPPORTED: dict[str, Any] = {
     "backend_sampling": False,
     "post_sampling_probs": False,
     "adaptive_target": -1.0,
-    "lora": [],
     "samplers": None,
     "grammar_lazy": False,
     "grammar_triggers": [],

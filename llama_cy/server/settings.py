@@ -56,6 +56,9 @@ class ServerSettings:
     metrics: bool = False
     slots_endpoint: bool = True
     slot_save_path: str | None = None
+    props_endpoint: bool = False
+    lora: tuple[tuple[str, float], ...] = ()
+    lora_init_without_apply: bool = False
     cache_prompt: bool = True
     timeout: float = 3600.0
     queue_timeout: float = 600.0
