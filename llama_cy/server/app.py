@@ -42,7 +42,16 @@ from llama_cy.embedding import Embedder
 from llama_cy.errors import ContextOverflowError, LlamaError
 from llama_cy.generation import Job
 from llama_cy.responses import Shaper
-from llama_cy.server import anthropic, embeddings, metrics, native, openai_api, schema, ui
+from llama_cy.server import (
+    anthropic,
+    embeddings,
+    metrics,
+    native,
+    openai_api,
+    responses_api,
+    schema,
+    ui,
+)
 from llama_cy.server.engine import Engine, QueueFullError, Task
 from llama_cy.server.inputs import lora_request
 from llama_cy.server.native import NativeShaper
@@ -137,6 +146,7 @@ class Server:
             + native.routes(self)
             + embeddings.routes(self)
             + anthropic.routes(self)
+            + responses_api.routes(self)
             + metrics.routes(self)
         )
         prefix = self.settings.api_prefix

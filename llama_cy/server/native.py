@@ -43,6 +43,49 @@ def routes(server: Server) -> list[RouteSpec]:
             jobs.append((job, NativeShaper(server, job, body, index=i)))
         return await server.run(request, jobs, body, done_marker=False)
 
+    async def infill(request: Request) -> Response:
+        server.generating()
+        m = server.model
+        missing = [
+            name
+            for name, t in (
+                ("prefix", m.token_fim_pre),
+                ("suffix", m.token_fim_suf),
+                ("middle", m.token_fim_mid),
+            )
+            if t < 0
+        ]
+        if missing:
+            raise ApiError(
+                501,
+                f"infill is not supported by this model: it has no FIM {', '.join(missing)} token",
+                "not_supported_error",
+            )
+        body = await server.body(request, schema.INFILL, "input_prefix", "input_suffix")
+        extra = body.get("input_extra", [])
+        for chunk in extra:
+            if not (isinstance(chunk, dict) and isinstance(chunk.get("text"), str)):
+                raise ApiError(
+                    400,
+                    "input_extra items must be objects with a string 'text'",
+                    param="input_extra",
+                )
+            if not isinstance(chunk.get("filename", ""), str):
+                raise ApiError(400, "an input_extra filename must be a string", param="input_extra")
+        engine = server.generating()
+        tokens = infill_tokens(
+            server,
+            body["input_prefix"],
+            body["input_suffix"],
+            extra,
+            body.get("prompt", ""),
+            n_ctx=engine.n_ctx_slot,
+        )
+        job = await asyncio.to_thread(prepare_native, server, tokens, body)
+        return await server.run(
+            request, [(job, NativeShaper(server, job, body))], body, done_marker=False
+        )
+
     async def tokenize(request: Request) -> Response:
         fields = {
             "content": (str,),
@@ -206,6 +249,7 @@ def routes(server: Server) -> list[RouteSpec]:
         ("/lora-adapters", set_lora_adapters, post, False),
         ("/props", set_props, post, False),
         ("/completion", completion, post, False),
+        ("/infill", infill, post, False),
         ("/slots/{id_slot}", slot_action, post, False),
         ("/completions", completion, post, False),
         ("/tokenize", tokenize, post, False),
@@ -217,6 +261,57 @@ def routes(server: Server) -> list[RouteSpec]:
 
 
 _STOP_TYPES = {"eog": "eos", "stop": "word", "length": "limit"}
+
+
+def infill_tokens(
+    server: Server,
+    prefix: Any,
+    suffix: Any,
+    extra: list[dict[str, Any]],
+    prompt: str,
+    *,
+    n_ctx: int,
+) -> list[int]:
+    """llama-server's /infill prompt (the repo-level FIM pattern): the extra files,
+    then prefix, the text before the cursor, suffix and the middle token; ``--spm-infill``
+    puts the suffix first. Prefix and suffix are cut to fit a batch (3:1), the extra
+    chunks to the room that is left."""
+    m = server.model
+    s = server.settings
+
+    def tok(text: str) -> list[int]:
+        out: list[int] = m.tokenize(text, add_special=False, parse_special=False).tolist()
+        return out
+
+    def mixed(value: Any) -> list[int]:
+        if isinstance(value, str):
+            return tok(value)
+        if isinstance(value, list) and all(isinstance(x, (str, int)) for x in value):
+            return [t for x in value for t in (tok(x) if isinstance(x, str) else [x])]
+        raise ApiError(400, "input_prefix and input_suffix must be strings or token lists")
+
+    extra_tokens: list[int] = []
+    if m.token_fim_rep >= 0:
+        extra_tokens += [m.token_fim_rep, *tok("myproject\n")]
+    for chunk in extra:
+        if m.token_fim_sep >= 0:
+            extra_tokens += [m.token_fim_sep, *tok(chunk.get("filename", "tmp") + "\n")]
+        else:
+            extra_tokens += tok("\n\n--- snippet ---\n\n")
+        extra_tokens += tok(chunk["text"])
+    if m.token_fim_sep >= 0:
+        extra_tokens += [m.token_fim_sep, *tok("filename\n")]
+    pre, suf, middle = mixed(prefix), mixed(suffix), tok(prompt)
+    n_batch = s.batch_size
+    n_pre = min(len(pre), 3 * (n_batch // 4))
+    n_suf = min(len(suf), max(0, n_batch // 4 - (2 + len(middle))))
+    n_extra = min(max(0, n_ctx - n_batch - 2 * max(s.n_predict, 0)), len(extra_tokens))
+    pre = [m.token_fim_pre, *pre[len(pre) - n_pre :], *middle]
+    suf = [m.token_fim_suf, *suf[:n_suf]]
+    first, last = (suf, pre) if s.spm_infill else (pre, suf)
+    head = [m.token_bos] if m.add_bos and m.token_bos >= 0 else []
+    tail = extra_tokens[len(extra_tokens) - n_extra :] if n_extra else []
+    return server.preparer.tokens([*tail, *head, *first, *last, m.token_fim_mid])
 
 
 def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> Job:

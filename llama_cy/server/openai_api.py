@@ -141,8 +141,17 @@ def routes(server: Server) -> list[RouteSpec]:
             jobs.append((job, shaper))
         return await server.run(request, jobs, body, combine=combine_choices)
 
+    async def chat_input_tokens(request: Request) -> Response:
+        body = await server.body(request, schema.CHAT, "messages")
+        job = await asyncio.to_thread(
+            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
+        )
+        return JSONResponse({"input_tokens": len(job.tokens)})
+
     return [
         ("/health", health, get, True),
+        ("/v1/chat/completions/input_tokens", chat_input_tokens, post, False),
+        ("/chat/completions/input_tokens", chat_input_tokens, post, False),
         ("/v1/health", health, get, True),
         ("/v1/models", models, get, False),
         ("/models", models, get, False),

@@ -19,6 +19,7 @@ __all__ = [
     "CHAT",
     "COMPLETION",
     "EMBEDDINGS",
+    "INFILL",
     "NATIVE_COMPLETION",
     "RERANK",
     "SAMPLING",
@@ -148,6 +149,15 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     "json_schema": _DICT + _NULL,
     "logit_bias": _DICT + _LIST + _NULL,
     "return_tokens": _BOOL + _NULL,
+}
+
+#: llama.cpp's /infill
+INFILL: dict[str, tuple[type, ...]] = {
+    **NATIVE_COMPLETION,
+    "prompt": _STR + _NULL,
+    "input_prefix": _STR + _LIST,
+    "input_suffix": _STR + _LIST,
+    "input_extra": _LIST + _NULL,
 }
 
 #: /v1/embeddings

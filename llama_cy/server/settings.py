@@ -57,6 +57,7 @@ class ServerSettings:
     slots_endpoint: bool = True
     slot_save_path: str | None = None
     props_endpoint: bool = False
+    spm_infill: bool = False
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = False
     cache_prompt: bool = True
