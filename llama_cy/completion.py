@@ -56,8 +56,14 @@ class Timings:
         return 1e3 * self.prompt_n / self.prompt_ms if self.prompt_ms > 0 else 0.0
 
     @property
+    def predicted_steps(self) -> int:
+        """Decode steps of the generation: the first token comes from the prompt's last
+        batch, so it costs none (llama-server counts rates this way)."""
+        return max(0, self.predicted_n - 1)
+
+    @property
     def predicted_per_second(self) -> float:
-        return 1e3 * self.predicted_n / self.predicted_ms if self.predicted_ms > 0 else 0.0
+        return 1e3 * self.predicted_steps / self.predicted_ms if self.predicted_ms > 0 else 0.0
 
     def as_dict(self) -> dict[str, float | int]:
         """llama-server's ``timings`` object."""
@@ -70,7 +76,7 @@ class Timings:
             "predicted_n": self.predicted_n,
             "predicted_ms": self.predicted_ms,
             "predicted_per_token_ms": (
-                self.predicted_ms / self.predicted_n if self.predicted_n else 0.0
+                self.predicted_ms / self.predicted_steps if self.predicted_steps else 0.0
             ),
             "predicted_per_second": self.predicted_per_second,
         }

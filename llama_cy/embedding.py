@@ -7,6 +7,7 @@ sequence limit allow, and reads one vector per input (pooled) or per token (pool
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -30,6 +31,10 @@ class Embedder:
         self.ctx = ctx
         self.model = ctx.model
         self.batch = batch
+        #: tokens embedded, decodes and seconds so far (a server's /metrics)
+        self.n_tokens = 0
+        self.n_decode = 0
+        self.t_s = 0.0
 
     @property
     def limit(self) -> int:
@@ -95,10 +100,14 @@ class Embedder:
                         batch.add(token, pos, len(seqs), True)
                     seqs.append(inputs[i])
                     i += 1
+                t0 = time.perf_counter()
                 if encoder:
                     ctx.encode(batch)
                 else:
                     ctx.decode(batch)
+                self.t_s += time.perf_counter() - t0
+                self.n_decode += 1
+                self.n_tokens += batch.n_tokens
                 row = 0
                 for s, seq in enumerate(seqs):
                     if pooled:

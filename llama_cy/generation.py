@@ -142,8 +142,9 @@ class Sequence:
         limit: int | None = None,
     ) -> None:
         """Take ``job``: keep the longest prefix of its prompt that the KV cache holds
-        (none with ``cache_prompt=False``) and drop the rest. ``limit`` (> 0) caps
-        ``job.max_tokens`` (the server's ``--n-predict``)."""
+        (none with ``cache_prompt=False``) and drop the rest. ``limit`` (> 0) is the
+        token limit of a job that sets none (the server's ``--n-predict``, which a
+        request's own limit overrides, as in llama-server)."""
         prompt = job.tokens
         # The last prompt token is always decoded: its logits start the generation.
         n = min(common_prefix(self.cache, prompt), len(prompt) - 1) if cache_prompt else 0
@@ -157,8 +158,8 @@ class Sequence:
             for t in prompt:
                 chain.accept(t)
         max_tokens = job.max_tokens if job.max_tokens is not None and job.max_tokens > 0 else None
-        if limit is not None and limit > 0:
-            max_tokens = min(max_tokens or limit, limit)
+        if max_tokens is None and limit is not None and limit > 0:
+            max_tokens = limit
         self.job, self.chain, self.grammar = job, chain, grammar
         self.gen = Generation(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
         self.token = -1
@@ -272,12 +273,17 @@ class Sequence:
         )
 
     def progress(self) -> CompletionChunk:
-        """A chunk with only the prompt's progress."""
+        """A chunk with only the prompt's progress (and, if the job asks, the timings
+        so far: nothing decoded yet is 0 ms)."""
         job = self.job
         assert job is not None
         ms = (time.perf_counter() - self.t_start) * 1e3
         done = PromptProgress(len(job.tokens), self.n_cached, len(self.cache), ms)
-        return CompletionChunk("", [], progress=done)
+        chunk = CompletionChunk("", [], progress=done)
+        if job.timings_per_token:
+            n = len(self.cache) - self.n_cached
+            chunk.timings = Timings(self.n_cached, n, ms if n else 0.0, 0, 0.0)
+        return chunk
 
     def _shift(self) -> bool:
         """Context shift: drop half of what follows the first ``n_keep`` tokens."""

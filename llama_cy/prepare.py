@@ -129,6 +129,8 @@ class Preparer:
         self.reasoning_budget = _budget(reasoning_budget)
         self.reasoning_budget_message = reasoning_budget_message
         self.reasoning_effort = reasoning_effort
+        #: a final assistant message is continued (llama-server's --prefill-assistant)
+        self.prefill_assistant = True
         # llama-server's default: reasoning kept in the whole history where a template
         # can drop it (its --reasoning-preserve).
         self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
@@ -286,9 +288,37 @@ class Preparer:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         reasoning_format: str | None = None,
         reasoning_effort: str | None = None,
+        add_generation_prompt: bool | None = None,
+        continue_final_message: bool | str | None = None,
     ) -> tuple[ChatPrompt, bool]:
         """The rendered chat for a request (what llama-server's ``/apply-template``
-        shows), and whether its reply is to be read for tool calls."""
+        shows), and whether its reply is to be read for tool calls.
+
+        A final assistant message is continued, not closed (llama-server's prefill,
+        unless ``prefill_assistant`` is off); ``continue_final_message`` asks for that
+        explicitly (vLLM's name) and excludes ``add_generation_prompt``."""
+        add_gen = True if add_generation_prompt is None else add_generation_prompt
+        if (
+            continue_final_message in (None, False)
+            and self.prefill_assistant
+            and messages
+            and messages[-1].get("role") == "assistant"
+        ):
+            if len(messages) >= 2 and messages[-2].get("role") == "assistant":
+                raise ValueError("cannot have 2 or more assistant messages at the end of the list")
+            continue_final_message, add_gen = True, False
+        if continue_final_message not in (None, False):
+            if add_gen and add_generation_prompt is not None:
+                raise ValueError(
+                    "add_generation_prompt and continue_final_message cannot both be true"
+                )
+            add_gen = False
+            if (
+                messages
+                and messages[-1].get("role") == "assistant"
+                and messages[-1].get("tool_calls")
+            ):
+                raise ValueError("cannot continue an assistant message that has tool calls")
         if functions and not tools:
             tools = [{"type": "function", "function": f} for f in functions]
             if isinstance(function_call, Mapping):
@@ -334,6 +364,8 @@ class Preparer:
         render = partial(
             self.template.apply,
             messages,
+            add_generation_prompt=add_gen,
+            continue_final_message=continue_final_message or None,
             tools=tools or None,
             parallel_tool_calls=parallel_tool_calls,
             json_schema=schema,
@@ -376,6 +408,8 @@ class Preparer:
         reasoning_effort: str | None = None,
         reasoning_budget: int | None = None,
         reasoning_budget_message: str | None = None,
+        add_generation_prompt: bool | None = None,
+        continue_final_message: bool | str | None = None,
         **sampling: Any,
     ) -> Job:
         """A chat completion's job, rendered by llama.cpp's chat engine.
@@ -390,8 +424,8 @@ class Preparer:
         ``"none"`` turns thinking off) and ``chat_template_kwargs`` (``enable_thinking``
         among them; by default thinking is on where the template supports it) are
         llama-server's, as is ``reasoning_budget``: at most that many tokens of thought
-        (-1: no limit) before ``reasoning_budget_message`` and the end tag are forced; a
-        template that marks no reasoning refuses it.
+        (-1: no limit) before ``reasoning_budget_message`` and the end tag are forced;
+        under a template that marks no reasoning there is nothing to limit.
         """
         grammar = sampling.pop("grammar", None)
         prompt, parse_tools = self.chat_prompt(
@@ -406,6 +440,8 @@ class Preparer:
             chat_template_kwargs=chat_template_kwargs,
             reasoning_format=reasoning_format,
             reasoning_effort=reasoning_effort,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message,
         )
         if parse_tools and not prompt.grammar:
             raise ValueError(
@@ -441,9 +477,7 @@ class Preparer:
         if n < 0:
             return None
         if not (prompt.thinking_start_tag and prompt.thinking_end_tags):
-            if tokens is None:
-                return None
-            raise ValueError("reasoning_budget: this chat template marks no reasoning to limit")
+            return None  # no reasoning to limit: the budget holds as it is
         return ReasoningBudget(
             n,
             prompt.thinking_start_tag,

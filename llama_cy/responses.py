@@ -108,7 +108,8 @@ class CompletionShaper(Shaper):
 
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
         if chunk.progress is not None:
-            return [self._progress(self._dict("", None, None), chunk)]
+            report = self._progress(self._dict("", None, None), chunk)
+            return [self._timings(report, chunk.timings)]
         self._count(chunk)
         out = []
         if self._offset is None:
@@ -177,7 +178,7 @@ class ChatShaper(Shaper):
     def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
         if chunk.progress is not None:
             report = self._dict({"role": "assistant", "content": None}, None, None)
-            return [self._progress(report, chunk)]
+            return [self._timings(self._progress(report, chunk), chunk.timings)]
         self._count(chunk)
         out = []
         role: dict[str, Any] | None = None

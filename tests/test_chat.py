@@ -620,9 +620,16 @@ def test_reasoning_budget_forces_the_end_of_thought(
             llm.create_chat_completion(question, reasoning_budget=-2)
 
 
-def test_reasoning_budget_needs_a_template_that_marks_reasoning(chat_llm: lc.Llama) -> None:
-    with pytest.raises(ValueError, match="marks no reasoning"):
-        chat_llm.create_chat_completion(MESSAGES, reasoning_budget=4)
+def test_reasoning_budget_limits_nothing_without_reasoning(chat_llm: lc.Llama) -> None:
+    # A template that marks no reasoning has none to limit: the budget holds as it is
+    # and the reply is the same as without it (as llama-server accepts it).
+    plain = chat_llm.create_chat_completion(MESSAGES, max_tokens=6, temperature=0)
+    budget = chat_llm.create_chat_completion(
+        MESSAGES, max_tokens=6, temperature=0, reasoning_budget=4
+    )
+    assert isinstance(plain, dict)
+    assert isinstance(budget, dict)
+    assert budget["choices"][0]["message"] == plain["choices"][0]["message"]
     # A default budget applies only where there is reasoning, as in llama-server.
     llm = lc.Llama.from_model(chat_llm.model, n_ctx=256, reasoning_budget=4)
     out = llm.create_chat_completion(MESSAGES, max_tokens=2)

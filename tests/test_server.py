@@ -222,7 +222,7 @@ def test_chat_tools(client: openai.OpenAI, stream: bool) -> None:
 def test_chat_engine_fields_are_checked(server: Server) -> None:
     messages = [{"role": "user", "content": "Hi"}]
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"reasoning_budget_tokens": 8}, "marks no reasoning"),
+        ({"reasoning_budget_tokens": -2}, "reasoning_budget must be"),
         ({"reasoning_format": "verbose"}, "reasoning_format"),
         ({"chat_template_kwargs": {"enable_thinking": "yes"}}, "enable_thinking"),
         ({"response_format": {"type": "json_schema", "json_schema": {"schema": {
@@ -414,8 +414,10 @@ def test_any_model_name_is_served_and_n_gives_choices(client: openai.OpenAI) -> 
     )
     assert [c.index for c in out.choices] == [0, 1]
     assert out.choices[0].text == out.choices[1].text  # greedy: the same text twice
-    assert out.usage is not None and out.usage.completion_tokens == 8
-    assert out.system_fingerprint is not None and out.system_fingerprint.startswith("b")
+    assert out.usage is not None
+    assert out.usage.completion_tokens == 8
+    assert out.system_fingerprint is not None
+    assert out.system_fingerprint.startswith("b")
 
 
 def test_api_key_is_enforced(server: Server) -> None:

@@ -115,3 +115,65 @@ def scalar_offset(reader: gguf.GGUFReader, key: str) -> tuple[int, np.dtype[Any]
     field = reader.fields[key]
     part = field.parts[field.data[0]]
     return file_offset(reader, part), part.dtype
+
+
+def write_tiny_bert(
+    path: Path,
+    *,
+    rank: bool = False,
+    n_embd: int = 64,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_ff: int = 128,
+    n_ctx_train: int = 512,
+    seed: int = 0,
+) -> Path:
+    """Write a BERT encoder with llama.cpp's bge vocabulary and random float32 weights:
+    CLS pooling, or (``rank``) a reranker's classification head with RANK pooling."""
+    rng = np.random.default_rng(seed)
+    reader = gguf.GGUFReader(vocab_file("bert-bge"))
+    writer = gguf.GGUFWriter(str(path), "bert")
+    writer.add_name("tiny-bert-rank" if rank else "tiny-bert")
+    n_vocab = _copy_tokenizer(reader, writer)
+    writer.add_context_length(n_ctx_train)
+    writer.add_embedding_length(n_embd)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_block_count(n_layer)
+    writer.add_head_count(n_head)
+    writer.add_layer_norm_eps(1e-12)
+    writer.add_causal_attention(False)
+    writer.add_pooling_type(gguf.PoolingType.RANK if rank else gguf.PoolingType.CLS)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+    def weight(*shape: int) -> npt.NDArray[np.float32]:
+        w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
+        return w / np.float32(np.sqrt(shape[-1]))
+
+    ones = np.ones(n_embd, dtype=np.float32)
+    zeros = np.zeros(n_embd, dtype=np.float32)
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("token_types.weight", weight(2, n_embd))
+    writer.add_tensor("position_embd.weight", weight(n_ctx_train, n_embd))
+    writer.add_tensor("token_embd_norm.weight", ones)
+    writer.add_tensor("token_embd_norm.bias", zeros)
+    for i in range(n_layer):
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            writer.add_tensor(f"blk.{i}.{name}.weight", weight(n_embd, n_embd))
+            writer.add_tensor(f"blk.{i}.{name}.bias", zeros)
+        for name in ("attn_output_norm", "layer_output_norm"):
+            writer.add_tensor(f"blk.{i}.{name}.weight", ones)
+            writer.add_tensor(f"blk.{i}.{name}.bias", zeros)
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"blk.{i}.ffn_up.bias", np.zeros(n_ff, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(n_embd, n_ff))
+        writer.add_tensor(f"blk.{i}.ffn_down.bias", zeros)
+    if rank:
+        writer.add_tensor("cls.weight", weight(n_embd, n_embd))
+        writer.add_tensor("cls.bias", zeros)
+        writer.add_tensor("cls.output.weight", weight(1, n_embd))
+        writer.add_tensor("cls.output.bias", np.zeros(1, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -68,9 +68,11 @@ def serve(
     """
     import uvicorn
 
+    from llama_cy.server import vertex
     from llama_cy.server.app import create_app
     from llama_cy.server.settings import load_model
 
+    port = vertex.port(port)  # Vertex AI's AIP_HTTP_PORT wins, as in llama-server
     sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
     model = load_model(settings, progress)
     try:

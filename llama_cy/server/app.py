@@ -20,6 +20,7 @@ import functools
 import hmac
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -51,6 +52,7 @@ from llama_cy.server import (
     responses_api,
     schema,
     ui,
+    vertex,
 )
 from llama_cy.server.engine import Engine, QueueFullError, Task
 from llama_cy.server.inputs import lora_request
@@ -463,6 +465,17 @@ def create_app(
     elif settings.ui:
         routes.append(Route(prefix + "/", ui.page, methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
+    if vertex.enabled():
+        posts = [r.path for r in routes if isinstance(r, Route) and "POST" in (r.methods or ())]
+        predict = vertex.predict_endpoint(app, posts)
+        route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
+        app.router.routes.append(Route(route, server._wrap(predict, False), methods=["POST"]))
+        health_route = os.environ.get("AIP_HEALTH_ROUTE")
+        if health_route:
+            health = next(
+                r for r in routes if isinstance(r, Route) and r.path == prefix + "/health"
+            )
+            app.router.routes.append(Route(health_route, health.endpoint, methods=["GET"]))
     app.add_middleware(Cors, settings=settings)
     app.state.server = server
     return app
@@ -492,13 +505,14 @@ class Cors:
             return
         headers = dict(scope["headers"])
         allow = self._origin(headers.get(b"origin", b"").decode("latin-1"))
-        extra = [(b"access-control-allow-origin", allow.encode("latin-1"))] if allow else []
+        # Header names as llama-server spells them: some clients compare them exactly.
+        extra = [(b"Access-Control-Allow-Origin", allow.encode("latin-1"))] if allow else []
         if scope["method"] == "OPTIONS":
             s = self.settings
             extra += [
-                (b"access-control-allow-credentials", b"true" if s.cors_credentials else b"false"),
-                (b"access-control-allow-methods", s.cors_methods.encode("latin-1")),
-                (b"access-control-allow-headers", s.cors_headers.encode("latin-1")),
+                (b"Access-Control-Allow-Credentials", b"true" if s.cors_credentials else b"false"),
+                (b"Access-Control-Allow-Methods", s.cors_methods.encode("latin-1")),
+                (b"Access-Control-Allow-Headers", s.cors_headers.encode("latin-1")),
             ]
             await send({"type": "http.response.start", "status": 200, "headers": extra})
             await send({"type": "http.response.body", "body": b""})

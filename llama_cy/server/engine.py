@@ -131,6 +131,9 @@ class Engine:
         self.t_predicted_s = 0.0
         self.n_decode = 0
         self.n_busy_slots = 0
+        self.n_prompt_cached = 0  #: prompt tokens reused from the KV cache
+        self.n_tokens_max = 0  #: the longest sequence seen (prompt and generation)
+        self.window = RateWindow()  #: throughputs since the last /metrics scrape
         if warmup:
             self._warmup()
 
@@ -372,6 +375,7 @@ class Engine:
         slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
         self.tasks[slot.id] = task
         task.slot = slot.id
+        self.n_prompt_cached += slot.n_cached
         if task.job.progress:  # the first report: what the cache already holds
             self._outbox.append((task, slot.progress()))
 
@@ -409,12 +413,14 @@ class Engine:
         dt = time.perf_counter() - t0
         self.n_decode += 1
         self.n_busy_slots += len(busy)
-        if n_prompt:
-            self.n_prompt_tokens += n_prompt
-            self.t_prompt_s += dt * n_prompt / (n_prompt + n_gen)
-        self.t_predicted_s += dt * n_gen / (n_prompt + n_gen)
+        t_prompt = dt * n_prompt / (n_prompt + n_gen)
+        self.n_prompt_tokens += n_prompt
+        self.t_prompt_s += t_prompt
+        self.t_predicted_s += dt - t_prompt
+        self.window.add(n_prompt, t_prompt, n_gen, dt - t_prompt)
         for s in busy:
             s.decoded()
+            self.n_tokens_max = max(self.n_tokens_max, len(s.cache))
         for s in prefilling:
             task = self.tasks[s.id]
             if task is not None and task.job.progress:
@@ -477,6 +483,31 @@ class Engine:
             self._free(s)
         if task is not None:
             self._outbox.append((task, exc))
+
+
+class RateWindow:
+    """Tokens and seconds since the last reading: llama-server's throughput gauges cover
+    the time between two /metrics scrapes."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.n_prompt = self.n_gen = 0
+        self.t_prompt = self.t_gen = 0.0
+
+    def add(self, n_prompt: int, t_prompt: float, n_gen: int, t_gen: float) -> None:
+        self.n_prompt += n_prompt
+        self.t_prompt += t_prompt
+        self.n_gen += n_gen
+        self.t_gen += t_gen
+
+    def read(self) -> tuple[float, float]:
+        """Prompt and generation tokens per second since the last read (then reset)."""
+        prompt = self.n_prompt / self.t_prompt if self.t_prompt else 0.0
+        gen = self.n_gen / self.t_gen if self.t_gen else 0.0
+        self._reset()
+        return prompt, gen
 
 
 def _deliver(items: list[tuple[Task, Any]]) -> None:

@@ -144,10 +144,8 @@ def messages(value: list[Any]) -> list[dict[str, Any]]:
 
 
 def prompt_parts(parts: Any) -> str:
-    """OpenAI content parts (text only: this server has no multimodal projector) as one
-    text."""
-    if isinstance(parts, str):
-        return parts
+    """An array of OpenAI content parts (text only: this server has no multimodal
+    projector) as one text."""
     if not isinstance(parts, list):
         raise ApiError(400, "'content' must be a string or an array of parts", param="content")
     texts = []

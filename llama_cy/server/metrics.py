@@ -23,26 +23,9 @@ def routes(server: Server) -> list[RouteSpec]:
                 "this server does not support the metrics endpoint: start it with --metrics",
                 "not_supported_error",
             )
-        e = server.generating()
-        rows = [
-            ("prompt_tokens_total", "counter", "Number of prompt tokens processed.",
-             e.n_prompt_tokens),
-            ("prompt_seconds_total", "counter", "Prompt process time", e.t_prompt_s),
-            ("tokens_predicted_total", "counter", "Number of generation tokens processed.",
-             e.n_predicted),
-            ("tokens_predicted_seconds_total", "counter", "Predict process time",
-             e.t_predicted_s),
-            ("n_decode_total", "counter", "Total number of llama_decode() calls", e.n_decode),
-            ("n_busy_slots_per_decode", "counter",
-             "Average number of busy slots per llama_decode() call",
-             e.n_busy_slots / max(1, e.n_decode)),
-            ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
-             e.n_prompt_tokens / e.t_prompt_s if e.t_prompt_s else 0.0),
-            ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
-             e.n_predicted / e.t_predicted_s if e.t_predicted_s else 0.0),
-            ("requests_processing", "gauge", "Number of requests processing.", e.n_processing),
-            ("requests_deferred", "gauge", "Number of requests deferred.", e.n_waiting),
-        ]  # fmt: skip
+        counters, gauges = _values(server)
+        rows = [(name, "counter", HELP[name], v) for name, v in counters.items()]
+        rows += [(name, "gauge", HELP[name], v) for name, v in gauges.items()]
         lines = []
         for name, kind, text, value in rows:
             lines += [
@@ -50,6 +33,83 @@ def routes(server: Server) -> list[RouteSpec]:
                 f"# TYPE llamacpp:{name} {kind}",
                 f"llamacpp:{name} {value}",
             ]
-        return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+        return PlainTextResponse(
+            "\n".join(lines) + "\n",
+            media_type="text/plain; version=0.0.4",
+            headers={"Process-Start-Time-Unix": str(server.started)},
+        )
 
     return [("/metrics", metrics, ["GET"], False)]
+
+
+#: llama-server's metrics and their help lines
+HELP = {
+    "prompt_tokens_total": "Number of prompt tokens processed, excluding cached tokens",
+    "prompt_tokens_cached_total": "Number of prompt tokens reused from the cache",
+    "prompt_seconds_total": "Total time spent processing prompts",
+    "tokens_predicted_total": "Number of generation tokens processed",
+    "tokens_predicted_seconds_total": "Total time spent generating tokens",
+    "n_decode_total": "Total number of llama_decode() calls",
+    "n_tokens_max": "Largest observed sequence length (prompt + generation)",
+    "spec_decode_num_draft_tokens_total": "Speculative: Total draft tokens generated",
+    "spec_decode_num_accepted_tokens_total": (
+        "Speculative: Total draft tokens accepted by the target model"
+    ),
+    "spec_decode_num_drafts_total": "Speculative: Total speculative decoding verification steps",
+    "prompt_tokens_seconds": "Average prompt throughput in tokens/s",
+    "predicted_tokens_seconds": "Average generation throughput in tokens/s",
+    "requests_processing": "Number of requests processing",
+    "requests_deferred": "Number of requests deferred",
+    "n_busy_slots_per_decode": "Average number of busy slots per llama_decode() call",
+}
+
+
+def _values(server: Server) -> tuple[dict[str, float], dict[str, float]]:
+    """The counters and gauges (the throughputs cover the time since the last scrape;
+    speculative decoding is not built, so its counters stay 0)."""
+    spec = {
+        "spec_decode_num_draft_tokens_total": 0.0,
+        "spec_decode_num_accepted_tokens_total": 0.0,
+        "spec_decode_num_drafts_total": 0.0,
+    }
+    e = server.engine
+    if e is None:  # an embedding server: its decodes are all prompt
+        emb = server.embedder
+        assert emb is not None
+        counters = {
+            "prompt_tokens_total": float(emb.n_tokens),
+            "prompt_tokens_cached_total": 0.0,
+            "prompt_seconds_total": emb.t_s,
+            "tokens_predicted_total": 0.0,
+            "tokens_predicted_seconds_total": 0.0,
+            "n_decode_total": float(emb.n_decode),
+            "n_tokens_max": 0.0,
+            **spec,
+        }
+        gauges = {
+            "prompt_tokens_seconds": emb.n_tokens / emb.t_s if emb.t_s else 0.0,
+            "predicted_tokens_seconds": 0.0,
+            "requests_processing": 0.0,
+            "requests_deferred": 0.0,
+            "n_busy_slots_per_decode": 1.0 if emb.n_decode else 0.0,
+        }
+        return counters, gauges
+    prompt_rate, gen_rate = e.window.read()
+    counters = {
+        "prompt_tokens_total": float(e.n_prompt_tokens),
+        "prompt_tokens_cached_total": float(e.n_prompt_cached),
+        "prompt_seconds_total": e.t_prompt_s,
+        "tokens_predicted_total": float(e.n_predicted),
+        "tokens_predicted_seconds_total": e.t_predicted_s,
+        "n_decode_total": float(e.n_decode),
+        "n_tokens_max": float(e.n_tokens_max),
+        **spec,
+    }
+    gauges = {
+        "prompt_tokens_seconds": prompt_rate,
+        "predicted_tokens_seconds": gen_rate,
+        "requests_processing": float(e.n_processing),
+        "requests_deferred": float(e.n_waiting),
+        "n_busy_slots_per_decode": e.n_busy_slots / max(1, e.n_decode),
+    }
+    return counters, gauges

@@ -244,7 +244,15 @@ def routes(server: Server) -> list[RouteSpec]:
             raise ApiError(400, f"these properties cannot be changed: {', '.join(sorted(body))}")
         return JSONResponse({"success": True})
 
+    async def cors_proxy(request: Request) -> Response:
+        raise ApiError(
+            403,
+            "the CORS proxy is not enabled (llama-server's --ui-mcp-proxy is not built here)",
+            "permission_error",
+        )
+
     return [
+        ("/cors-proxy", cors_proxy, ["GET", "POST"], False),
         ("/lora-adapters", lora_adapters, get, False),
         ("/lora-adapters", set_lora_adapters, post, False),
         ("/props", set_props, post, False),
@@ -372,6 +380,11 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
         "ignore_eos": bool(body.get("ignore_eos")),
         "n_keep": server.settings.keep,
         "grammar": job.params.grammar if isinstance(job.params.grammar, str) else "",
+        # -inf (never) is null in JSON, as llama-server writes it
+        "logit_bias": [
+            {"token": t, "bias": b if b != float("-inf") else None}
+            for t, b in (p.logit_bias or {}).items()
+        ],
         # llama.cpp's adaptive-p sampler is not in llama_cy's chain: reported off.
         "adaptive_target": -1.0,
         "adaptive_decay": 0.9,

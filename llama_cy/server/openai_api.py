@@ -33,10 +33,17 @@ def render_kwargs(body: dict[str, Any]) -> dict[str, Any]:
         "parallel_tool_calls": body.get("parallel_tool_calls"),
         "functions": body.get("functions"),
         "function_call": body.get("function_call"),
-        "response_format": body.get("response_format"),
+        "response_format": body.get("response_format")
+        or (
+            {"type": "json_schema", "json_schema": {"schema": body["json_schema"]}}
+            if "json_schema" in body
+            else None
+        ),
         "chat_template_kwargs": body.get("chat_template_kwargs"),
         "reasoning_format": body.get("reasoning_format"),
         "reasoning_effort": body.get("reasoning_effort"),
+        "add_generation_prompt": body.get("add_generation_prompt"),
+        "continue_final_message": body.get("continue_final_message"),
     }
 
 

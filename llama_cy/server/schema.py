@@ -138,12 +138,15 @@ CHAT: dict[str, tuple[type, ...]] = {
     "reasoning_budget_tokens": _INT + _NULL,
     "thinking_budget_tokens": _INT + _NULL,
     "reasoning_budget_message": _STR + _NULL,
+    "json_schema": _DICT + _NULL,
+    "add_generation_prompt": _BOOL + _NULL,
+    "continue_final_message": _BOOL + _NULL,
 }
 
 #: llama.cpp's native /completion
 NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     **SAMPLING,
-    "prompt": _STR + _LIST,
+    "prompt": _STR + _LIST + _DICT,
     "n_predict": _INT + _NULL,
     "n_probs": _INT + _NULL,
     "json_schema": _DICT + _NULL,

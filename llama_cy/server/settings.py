@@ -58,6 +58,7 @@ class ServerSettings:
     slot_save_path: str | None = None
     props_endpoint: bool = False
     spm_infill: bool = False
+    prefill_assistant: bool = True
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = False
     cache_prompt: bool = True
@@ -98,6 +99,11 @@ class ServerSettings:
 
     def preparer(self, model: LlamaModel) -> Preparer:
         """How this server prepares requests: llama-server's defaults and template."""
+        preparer = self._preparer(model)
+        preparer.prefill_assistant = self.prefill_assistant
+        return preparer
+
+    def _preparer(self, model: LlamaModel) -> Preparer:
         kwargs = dict(self.chat_template_kwargs)
         if self.reasoning != "auto":
             kwargs.setdefault("enable_thinking", self.reasoning == "on")
