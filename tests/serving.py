@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -25,8 +26,17 @@ def free_port() -> int:
 class Server:
     """A ``llama-cy serve`` child process; ``close()`` stops it and checks it exited."""
 
-    def __init__(self, model: Path, *args: str, api_key: str | None = None) -> None:
-        self.port = free_port()
+    def __init__(
+        self,
+        model: Path,
+        *args: str,
+        api_key: str | None = None,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+        health: str = "/health",
+    ) -> None:
+        self.port = port or free_port()
+        self.health = health
         self.api_key = api_key
         cmd = [
             sys.executable,
@@ -42,7 +52,9 @@ class Server:
         if api_key is not None:
             cmd += ["--api-key", api_key]
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
         self._wait_ready()
 
     @property
@@ -55,7 +67,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the server exited: {self.output()}")
             try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                with urllib.request.urlopen(self.url + self.health, timeout=1) as r:
                     if r.status == 200:
                         return
             except (OSError, urllib.error.URLError):

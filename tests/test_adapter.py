@@ -4,33 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
 import numpy as np
 import numpy.typing as npt
 import pytest
+from tiny_model import write_tiny_lora
 
 import llama_cy as lc
 from llama_cy.errors import ClosedError, ModelLoadError
-
-
-def write_tiny_lora(path: Path, model: lc.LlamaModel, rank: int = 4, seed: int = 1) -> Path:
-    """A LoRA on every attention query projection of the tiny llama (random A and B)."""
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_string("general.type", "adapter")
-    writer.add_string("adapter.type", "lora")
-    writer.add_float32("adapter.lora.alpha", float(rank))
-    n = model.n_embd
-    for i in range(model.n_layer):
-        a = rng.standard_normal((rank, n), dtype=np.float32)  # ggml ne = (n_in, rank)
-        b = rng.standard_normal((n, rank), dtype=np.float32)  # ggml ne = (rank, n_out)
-        writer.add_tensor(f"blk.{i}.attn_q.weight.lora_a", a)
-        writer.add_tensor(f"blk.{i}.attn_q.weight.lora_b", b)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def last_logits(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:

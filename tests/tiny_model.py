@@ -60,13 +60,18 @@ def write_tiny_llama(
     n_ctx_train: int = 4096,
     seed: int = 0,
     extra_tokens: Sequence[str] = (),
+    fim: bool = False,
 ) -> Path:
-    """Write a llama-architecture model with random float32 weights to ``path``."""
+    """Write a llama-architecture model with random float32 weights to ``path``
+    (``fim``: with fill-in-the-middle tokens, appended to the vocabulary)."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name(f"tiny-llama-{vocab}")
-    n_vocab = _copy_tokenizer(reader, writer, extra_tokens)
+    fim_tokens = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>") if fim else ()
+    n_vocab = _copy_tokenizer(reader, writer, [*extra_tokens, *fim_tokens])
+    for i, key in enumerate(("fim_pre", "fim_suf", "fim_mid") if fim else ()):
+        writer.add_uint32(f"tokenizer.ggml.{key}_token_id", n_vocab - len(fim_tokens) + i)
     head_dim = n_embd // n_head
     writer.add_context_length(n_ctx_train)
     writer.add_embedding_length(n_embd)
@@ -172,6 +177,26 @@ def write_tiny_bert(
         writer.add_tensor("cls.bias", zeros)
         writer.add_tensor("cls.output.weight", weight(1, n_embd))
         writer.add_tensor("cls.output.bias", np.zeros(1, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_tiny_lora(path: Path, model: Any, rank: int = 4, seed: int = 1) -> Path:
+    """A LoRA on every attention query projection of the tiny llama (random A and B)."""
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_string("general.type", "adapter")
+    writer.add_string("adapter.type", "lora")
+    writer.add_float32("adapter.lora.alpha", float(rank))
+    n = model.n_embd
+    for i in range(model.n_layer):
+        a = rng.standard_normal((rank, n), dtype=np.float32)  # ggml ne = (n_in, rank)
+        b = rng.standard_normal((n, rank), dtype=np.float32)  # ggml ne = (rank, n_out)
+        writer.add_tensor(f"blk.{i}.attn_q.weight.lora_a", a)
+        writer.add_tensor(f"blk.{i}.attn_q.weight.lora_b", b)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

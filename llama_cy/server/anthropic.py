@@ -38,7 +38,9 @@ def routes(server: Server) -> list[RouteSpec]:
     async def create(request: Request) -> Response:
         server.generating()
         raw = schema.parse(await request.body())
-        body = schema.check(to_openai(raw), schema.CHAT, ("messages",))
+        chat = to_openai(raw)
+        schema.refuse_unsupported(chat)
+        body = schema.check(chat, schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
             server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
         )

@@ -210,8 +210,10 @@ class Server:
     ) -> dict[str, Any]:
         """The request's checked fields. The ``model`` field names any
         model: one is served (as llama-server, which answers whatever name is asked)."""
-        body = schema.check(schema.parse(await request.body()), fields, required)
-        schema.refuse_unsupported(body)
+        raw = schema.parse(await request.body())
+        if isinstance(raw, dict):
+            schema.refuse_unsupported(raw)
+        body = schema.check(raw, fields, required)
         stop = body.get("stop")
         if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
             raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")

@@ -410,6 +410,7 @@ class NativeShaper(Shaper):
         self.job = job
         self.index = index
         self.return_tokens = bool(body.get("return_tokens"))
+        self.per_token = bool(body.get("timings_per_token"))
         self.streaming = bool(body.get("stream"))
         self.fields = body.get("response_fields") or []
         self.slot = -1
@@ -430,7 +431,7 @@ class NativeShaper(Shaper):
         }
         if chunk.logprobs:
             out["completion_probabilities"] = probabilities(chunk.logprobs)
-        if chunk.timings is not None and chunk.stop_reason is None:
+        if chunk.timings is not None and (self.per_token or chunk.stop_reason is None):
             out["timings"] = chunk.timings.as_dict()
         if chunk.progress is not None:
             out["prompt_progress"] = chunk.progress.as_dict()

@@ -37,8 +37,9 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def prepare(request: Request) -> tuple[dict[str, Any], Any]:
         raw = schema.parse(await request.body())
-        body = schema.check(to_chat(raw), schema.CHAT, ("messages",))
-        schema.refuse_unsupported(body)
+        chat = to_chat(raw)
+        schema.refuse_unsupported(chat)
+        body = schema.check(chat, schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
             server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
         )

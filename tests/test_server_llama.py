@@ -1,0 +1,468 @@
+"""``llama-cy serve`` as llama-server: its flags, its own routes and shapes (plain HTTP),
+OpenAI's routes (the ``openai`` client) and Anthropic's Messages API (the ``anthropic``
+client), on tiny models the tests write."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import numpy as np
+import openai
+import pytest
+from serving import Server, free_port, sse_events
+from tiny_model import write_tiny_bert, write_tiny_llama, write_tiny_lora
+
+from llama_cy import LlamaModel, cli
+from llama_cy.server.flags import FLAGS, INERT, REFUSED, check_flags, settings_from_args
+
+PROMPT = "Once upon a time"
+
+
+@pytest.fixture(scope="module")
+def tiny_fim(tmp_path_factory: pytest.TempPathFactory, llama_cpp_source: Path) -> Path:
+    return write_tiny_llama(tmp_path_factory.mktemp("m") / "tiny-fim.gguf", fim=True)
+
+
+@pytest.fixture(scope="module")
+def lora_path(tiny_fim: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = LlamaModel.load(tiny_fim)
+    try:
+        return write_tiny_lora(tmp_path_factory.mktemp("l") / "lora.gguf", model)
+    finally:
+        model.close()
+
+
+@pytest.fixture(scope="module")
+def slot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("slots")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_fim: Path, lora_path: Path, slot_dir: Path) -> Iterator[Server]:
+    args = ("-np", "2", "-c", "1024", "-t", "2", "--alias", "tiny,alpha", "--tags", "t1,t2")
+    args += ("--metrics", "--props", "--slot-save-path", str(slot_dir))
+    args += ("--lora", str(lora_path), "--lora-init-without-apply", "--no-warmup")
+    with Server(tiny_fim, *args) as s:
+        yield s
+
+
+def stream(server: Server, path: str, body: dict[str, Any]) -> list[Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    lines = resp.read().splitlines()
+    conn.close()
+    return sse_events(lines)
+
+
+# ---- flags ---------------------------------------------------------------------------
+
+
+def parse(*argv: str) -> Any:
+    return cli._parser().parse_args(["serve", *argv])
+
+
+def test_every_flag_of_llama_server_is_known(llama_cpp_source: Path) -> None:
+    # The flags of llama-server's own argument table (common/arg.cpp) that apply to it.
+    source = (llama_cpp_source / "common" / "arg.cpp").read_text()
+    ours = {n for f in FLAGS for n in (*f.names, *f.negative)}
+    for flag in ("--ctx-size", "--cont-batching", "-nocb", "--slot-save-path", "--mmproj"):
+        assert flag in source
+        assert flag in ours
+    assert len(FLAGS) > 200
+
+
+def test_flag_values_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLAMA_ARG_CTX_SIZE", "777")
+    monkeypatch.setenv("LLAMA_ARG_N_PARALLEL", "3")
+    args = parse("-np", "2", "-ctk", "q8_0", "--alias", "b,a", "--api-key", "k1,k2", "-fa")
+    s = settings_from_args(args, "m.gguf")
+    assert s.ctx_size == 777  # from the environment
+    assert s.n_parallel == 2  # the command line wins over it
+    assert s.context["type_k"] == "q8_0"
+    assert s.model_id == "a"  # llama-server's first alias in sorted order
+    assert s.api_keys == ("k1", "k2")
+    assert s.flash_attn is True
+    monkeypatch.delenv("LLAMA_ARG_N_PARALLEL")
+    auto = settings_from_args(parse(), "m.gguf")
+    assert auto.n_parallel == 4  # --parallel auto
+    assert auto.unified  # with a unified KV cache, as llama-server
+
+
+def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused = next(f for f in FLAGS if f.status == REFUSED and f.name == "--hf-repo")
+    with pytest.raises(SystemExit, match="--hf-repo is not supported: models are not down"):
+        check_flags(parse("--hf-repo", "x/y"), ["--hf-repo", "x/y"])
+    assert refused.note
+    with pytest.raises(SystemExit, match="--no-cont-batching"):
+        check_flags(parse("-nocb"), ["-nocb"])
+    monkeypatch.setenv("LLAMA_ARG_HF_REPO", "x/y")
+    with pytest.raises(SystemExit, match="LLAMA_ARG_HF_REPO"):
+        check_flags(parse(), [])
+    monkeypatch.delenv("LLAMA_ARG_HF_REPO")
+    inert = [f for f in FLAGS if f.status == INERT]
+    assert all(f.note for f in inert)  # each says why it is harmless
+    check_flags(parse("--threads-http", "4", "--offline"), ["--threads-http", "--offline"])
+
+
+def test_refused_flag_stops_the_server(tiny_fim: Path) -> None:
+    with pytest.raises(RuntimeError, match="--spec-type is not supported"):
+        Server(tiny_fim, "--spec-type", "ngram-simple")
+
+
+# ---- routes ----------------------------------------------------------------------------
+
+
+def test_models_aliases_tags_and_any_model_name(server: Server) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    card = client.models.list().data[0]
+    assert card.id == "alpha"
+    assert card.model_extra is not None
+    assert card.model_extra["aliases"] == ["alpha", "tiny"]
+    assert card.model_extra["tags"] == ["t1", "t2"]
+    out = client.completions.create(model="whatever", prompt=PROMPT, max_tokens=2)
+    assert out.choices[0].finish_reason == "length"
+
+
+def test_completion_shapes(server: Server) -> None:
+    status, _, body = server.request(
+        "POST", "/completion", {"prompt": PROMPT, "n_predict": 4, "n_probs": 3}
+    )
+    assert status == 200, body
+    for key in ("generation_settings", "prompt", "has_new_line", "tokens_cached", "timings"):
+        assert key in body
+    assert body["generation_settings"]["n_predict"] == 4
+    assert body["prompt"].endswith(PROMPT)
+    assert body["tokens"] == []
+    probs = body["completion_probabilities"]
+    assert len(probs) == 4
+    assert all(len(p["top_logprobs"]) == 3 and p["logprob"] <= 0 for p in probs)
+    # response_fields keeps only those (a/b reaches into objects)
+    status, _, body = server.request(
+        "POST",
+        "/completion",
+        {"prompt": PROMPT, "n_predict": 2, "response_fields": ["content", "timings/prompt_n"]},
+    )
+    assert set(body) == {"content", "timings/prompt_n"}
+
+
+def test_completion_prompt_forms(server: Server) -> None:
+    status, _, tokens = server.request("POST", "/tokenize", {"content": PROMPT})
+    ids = tokens["tokens"]
+    greedy = {"n_predict": 3, "temperature": 0, "cache_prompt": False}
+    _, _, one = server.request("POST", "/completion", {"prompt": PROMPT, **greedy})
+    _, _, several = server.request(
+        "POST", "/completion", {"prompt": [PROMPT, {"prompt_string": PROMPT}], **greedy}
+    )
+    assert isinstance(several, list)
+    assert [r["index"] for r in several] == [0, 1]
+    assert several[0]["content"] == several[1]["content"] == one["content"]
+    _, _, mixed = server.request("POST", "/completion", {"prompt": [1, *ids], **greedy})
+    assert mixed["content"] == one["content"]  # BOS as a token, then the text's tokens
+    status, _, err = server.request(
+        "POST",
+        "/completion",
+        {"prompt": {"prompt_string": "x <__media__>", "multimodal_data": ["AAAA"]}},
+    )
+    assert status == 400
+    assert "multimodal" in err["error"]["message"]
+
+
+def test_completion_stream_tokens_timings_and_progress(server: Server) -> None:
+    body = {
+        "prompt": PROMPT * 20,
+        "n_predict": 4,
+        "stream": True,
+        "timings_per_token": True,
+        "return_progress": True,
+        "cache_prompt": False,
+    }
+    events = stream(server, "/completion", body)
+    progress = [e for e in events if "prompt_progress" in e]
+    assert progress[0]["prompt_progress"]["processed"] == progress[0]["prompt_progress"]["cache"]
+    assert progress[-1]["prompt_progress"]["processed"] == progress[-1]["prompt_progress"]["total"]
+    tokens = [e for e in events if e["tokens"]]
+    assert all("timings" in e for e in tokens)
+    assert events[-1]["stop"] is True
+    assert events[-1]["generation_settings"]["n_predict"] == 4
+
+
+def test_logit_bias_forms_and_ignore_eos(server: Server) -> None:
+    _, _, first = server.request(
+        "POST",
+        "/completion",
+        {"prompt": PROMPT, "n_predict": 1, "temperature": 0, "return_tokens": True},
+    )
+    token = first["tokens"][0]
+    for bias in ([[token, False]], {str(token): -100}):
+        _, _, out = server.request(
+            "POST",
+            "/completion",
+            {"prompt": PROMPT, "n_predict": 1, "temperature": 0, "return_tokens": True,
+             "logit_bias": bias},
+        )  # fmt: skip
+        assert out["tokens"][0] != token
+    _, _, eos = server.request(
+        "POST", "/completion", {"prompt": PROMPT, "n_predict": 2, "ignore_eos": True}
+    )
+    bias = eos["generation_settings"]["logit_bias"]
+    assert bias
+    assert all(b["bias"] is None for b in bias)  # -inf is null in JSON
+
+
+def test_unsupported_fields_are_refused(server: Server) -> None:
+    for field, value in (("n_indent", 2), ("post_sampling_probs", True), ("n_cmpl", 2)):
+        status, _, body = server.request(
+            "POST", "/completion", {"prompt": PROMPT, "n_predict": 1, field: value}
+        )
+        assert status == 400, field
+        assert body["error"]["param"] == field
+    # their "off" values are fine
+    status, _, _ = server.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 1,
+                                                           "n_indent": 0})  # fmt: skip
+    assert status == 200
+
+
+def test_chat_choices_prefill_and_verbose(server: Server) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    out = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Hi"}], n=3, max_tokens=2
+    )
+    assert [c.index for c in out.choices] == [0, 1, 2]
+    # A final assistant message is continued (llama-server's prefill), shown by __verbose.
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hel"}]
+    status, _, body = server.request(
+        "POST", "/chat/completions", {"messages": messages, "max_tokens": 1, "verbose": True}
+    )
+    assert body["__verbose"]["prompt"].endswith("assistant\nHel")
+    status, _, body = server.request(
+        "POST",
+        "/chat/completions",
+        {"messages": messages, "max_tokens": 1, "add_generation_prompt": True,
+         "continue_final_message": True},
+    )  # fmt: skip
+    assert status == 400
+    status, _, body = server.request(
+        "POST", "/apply-template", {"messages": messages[:1], "add_generation_prompt": False}
+    )
+    assert not body["prompt"].endswith("assistant\n")
+    status, _, count = server.request(
+        "POST", "/v1/chat/completions/input_tokens", {"messages": messages[:1]}
+    )
+    assert count["input_tokens"] > 3
+
+
+def test_slot_save_restore_erase(server: Server, slot_dir: Path) -> None:
+    long = PROMPT + " and then" * 30
+    body = {"prompt": long, "n_predict": 2, "id_slot": 1, "temperature": 0}
+    status, _, first = server.request("POST", "/completion", body)
+    assert first["id_slot"] == 1
+    status, _, saved = server.request("POST", "/slots/1?action=save", {"filename": "s1.bin"})
+    assert status == 200, saved
+    assert saved["n_saved"] >= first["tokens_evaluated"]
+    assert (slot_dir / "s1.bin").stat().st_size == saved["n_written"]
+    status, _, erased = server.request("POST", "/slots/0?action=erase")
+    assert status == 200
+    assert "n_erased" in erased
+    status, _, restored = server.request("POST", "/slots/0?action=restore", {"filename": "s1.bin"})
+    assert restored["n_restored"] == saved["n_saved"]
+    # slot 0 now holds slot 1's prompt: the same request there decodes only its last token
+    status, _, again = server.request("POST", "/completion", {**body, "id_slot": 0})
+    assert again["timings"]["cache_n"] == first["tokens_evaluated"] - 1
+    assert again["content"] == first["content"]
+    for bad in ("../x.bin", "a/b", ".hidden", ""):
+        assert server.request("POST", "/slots/0?action=save", {"filename": bad})[0] == 400, bad
+    assert server.request("POST", "/slots/9?action=erase")[0] == 400
+    missing = server.request("POST", "/slots/0?action=restore", {"filename": "none.bin"})
+    assert missing[0] == 404
+
+
+def test_lora_adapters_global_and_per_request(server: Server, lora_path: Path) -> None:
+    _, _, adapters = server.request("GET", "/lora-adapters")
+    assert adapters == [
+        {"id": 0, "path": str(lora_path), "scale": 0.0, "task_name": "", "prompt_prefix": ""}
+    ]
+    greedy = {"prompt": PROMPT, "n_predict": 6, "temperature": 0, "return_tokens": True}
+    _, _, off = server.request("POST", "/completion", greedy)
+    _, _, on = server.request("POST", "/completion", {**greedy, "lora": [{"id": 0, "scale": 4}]})
+    assert on["tokens"] != off["tokens"]
+    # the global scale applies to requests that name none
+    server.request("POST", "/lora-adapters", [{"id": 0, "scale": 4}])
+    _, _, glob = server.request("POST", "/completion", greedy)
+    assert glob["tokens"] == on["tokens"]
+    server.request("POST", "/lora-adapters", [])
+    _, _, back = server.request("POST", "/completion", greedy)
+    assert back["tokens"] == off["tokens"]
+    assert server.request("POST", "/completion", {**greedy, "lora": [{"id": 5}]})[0] == 400
+
+
+def test_infill(server: Server) -> None:
+    body = {"input_prefix": "def f(", "input_suffix": "):", "n_predict": 3, "temperature": 0}
+    status, _, out = server.request("POST", "/infill", body)
+    assert status == 200, out
+    assert out["tokens_evaluated"] > 3
+    assert out["prompt"].rstrip().endswith("<fim_middle>")
+
+
+def test_props_metrics_and_cors(server: Server) -> None:
+    assert server.request("POST", "/props", {})[2] == {"success": True}
+    assert server.request("POST", "/props", {"n_ctx": 9})[0] == 400
+    status, headers, text = server.request("GET", "/metrics")
+    assert "process-start-time-unix" in headers
+    for name in ("prompt_tokens_cached_total", "n_tokens_max", "n_busy_slots_per_decode"):
+        assert f"llamacpp:{name} " in text
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("OPTIONS", "/completion", headers={"Origin": "http://example.org"})
+    resp = conn.getresponse()
+    assert resp.status == 200
+    assert resp.getheader("Access-Control-Allow-Origin") == "http://example.org"
+    assert resp.getheader("Access-Control-Allow-Methods") == "GET, POST, DELETE, OPTIONS"
+    conn.close()
+    status, _, page = server.request("GET", "/")
+    assert status == 200
+    assert page.lower().startswith("<!doctype html>")
+
+
+def test_anthropic_messages(server: Server) -> None:
+    client = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
+    msg = client.messages.create(
+        model="m", max_tokens=4, system="Be brief.", messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert msg.type == "message"
+    assert msg.content[0].type == "text"
+    assert msg.stop_reason == "max_tokens"
+    assert msg.usage.output_tokens == 4
+    with client.messages.stream(
+        model="m", max_tokens=4, messages=[{"role": "user", "content": "Hi"}]
+    ) as s:
+        kinds = [e.type for e in s]
+        final = s.get_final_message()
+    assert kinds[0] == "message_start"
+    assert kinds[-1] == "message_stop"
+    assert final.content[0].type == "text"
+    count = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "Hi"}])
+    assert count.input_tokens > 0
+
+
+def test_responses_api(server: Server) -> None:
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    r = client.responses.create(
+        model="m", input="Hi", instructions="Be brief.", max_output_tokens=4
+    )
+    assert r.id.startswith("resp_")
+    assert r.output[0].id.startswith("msg_")
+    text = ""
+    completed = None
+    for event in client.responses.create(model="m", input="Hi", max_output_tokens=4, stream=True):
+        if event.type == "response.output_text.delta":
+            text += event.delta
+        if event.type == "response.completed":
+            completed = event.response
+    assert completed is not None
+    assert completed.output_text == text
+    status, _, _ = server.request(
+        "POST", "/v1/responses", {"input": "x", "previous_response_id": "r"}
+    )
+    assert status == 400
+
+
+# ---- other servers ---------------------------------------------------------------------
+
+
+def test_embedding_and_rerank_servers(tmp_path: Path, llama_cpp_source: Path) -> None:
+    bert = write_tiny_bert(tmp_path / "bert.gguf")
+    with Server(bert, "--embeddings", "-b", "128", "-ub", "128", "-t", "2", "--metrics") as s:
+        status, _, native = s.request("POST", "/embedding", {"content": ["hello", "world"]})
+        assert [e["index"] for e in native] == [0, 1]
+        vec = np.array(native[0]["embedding"][0])
+        assert abs(np.linalg.norm(vec) - 1.0) < 1e-5  # euclidean by default
+        _, _, raw = s.request("POST", "/embedding", {"content": "hello", "embd_normalize": -1})
+        assert abs(np.linalg.norm(raw[0]["embedding"][0]) - 1.0) > 1e-3
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0)
+        oai = client.embeddings.create(model="m", input=["hello", "world"])
+        assert np.allclose(oai.data[0].embedding, vec, atol=1e-5)
+        status, _, err = s.request("POST", "/v1/embeddings", {"input": "word " * 200})
+        assert status == 400
+        assert "too large" in err["error"]["message"]
+        status, _, err = s.request("POST", "/v1/embeddings", {"input": {"content": "string"}})
+        assert status == 400
+        status, _, text = s.request("GET", "/metrics")
+        assert "llamacpp:prompt_tokens_total 0" not in text
+        assert s.request("POST", "/props", {})[0] == 501  # no --props
+    ranker = write_tiny_bert(tmp_path / "rank.gguf", rank=True)
+    with Server(ranker, "--reranking", "-t", "2") as s:
+        docs = ["a cat", "machine learning is a field", "paris"]
+        status, _, out = s.request(
+            "POST", "/rerank", {"query": "machine learning", "documents": docs}
+        )
+        assert status == 200, out
+        scores = [r["relevance_score"] for r in out["results"]]
+        assert scores == sorted(scores, reverse=True)
+        assert {r["index"] for r in out["results"]} == {0, 1, 2}
+        _, _, tei = s.request(
+            "POST", "/rerank", {"query": "q", "texts": docs, "return_text": True, "top_n": 2}
+        )
+        assert len(tei) == 2
+        assert {"index", "score", "text"} <= set(tei[0])
+
+
+def test_hosts_prefix_ui_and_vertex(tiny_fim: Path, tmp_path: Path) -> None:
+    sock = str(tmp_path / "s.sock")
+    args = ("--host", f"127.0.0.1,{sock}", "--api-prefix", "/api", "--no-ui")
+    with Server(tiny_fim, *args, health="/api/health") as s:
+        assert s.request("GET", "/api/health")[0] == 200
+        assert s.request("GET", "/")[0] == 404
+        unix = socket.socket(socket.AF_UNIX)
+        unix.connect(sock)
+        unix.sendall(b"GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert unix.recv(100).startswith(b"HTTP/1.1 200")
+        unix.close()
+    port = free_port()
+    env = {"AIP_MODE": "PREDICTION", "AIP_HTTP_PORT": str(port)}
+    with Server(tiny_fim, "-t", "2", env=env, port=port) as s:
+        instances = [
+            {"@requestFormat": "chatCompletions", "max_tokens": 2,
+             "messages": [{"role": "user", "content": "Hi"}]},
+            {"@requestFormat": "/completion", "prompt": PROMPT, "n_predict": 2},
+            {"@requestFormat": "nothing"},
+        ]  # fmt: skip
+        status, _, out = s.request("POST", "/predict", {"instances": instances})
+        assert status == 200
+        chat, native, bad = out["predictions"]
+        assert chat["choices"][0]["message"]["role"] == "assistant"
+        assert native["tokens_predicted"] == 2
+        assert "error" in bad
+
+
+def test_server_log_flags(tiny_fim: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with Server(tiny_fim, "-t", "2", "--log-file", str(log), "-lv", "3"):
+        pass
+    assert "llama_context" in log.read_text()
+
+
+def test_version_and_list_devices() -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "llama_cy", "serve", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0
+    assert "llama.cpp b" in out.stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "llama_cy", "serve", "--list-devices"],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
+    assert out.returncode == 0
+    assert out.stdout.startswith("Available devices:")
