@@ -47,9 +47,9 @@ def slot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tiny_fim: Path, lora_path: Path, slot_dir: Path) -> Iterator[Server]:
-    args = ("-np", "2", "-c", "1024", "-t", "2", "--alias", "tiny,alpha", "--tags", "t1,t2")
-    args += ("--metrics", "--props", "--slot-save-path", str(slot_dir))
-    args += ("--lora", str(lora_path), "--lora-init-without-apply", "--no-warmup")
+    args = ["-np", "2", "-c", "1024", "-t", "2", "--alias", "tiny,alpha", "--tags", "t1,t2"]
+    args += ["--metrics", "--props", "--slot-save-path", str(slot_dir)]
+    args += ["--lora", str(lora_path), "--lora-init-without-apply", "--no-warmup"]
     with Server(tiny_fim, *args) as s:
         yield s
 
@@ -359,7 +359,9 @@ def test_responses_api(server: Server) -> None:
         model="m", input="Hi", instructions="Be brief.", max_output_tokens=4
     )
     assert r.id.startswith("resp_")
-    assert r.output[0].id.startswith("msg_")
+    item_id = r.output[0].id
+    assert item_id is not None
+    assert item_id.startswith("msg_")
     text = ""
     completed = None
     for event in client.responses.create(model="m", input="Hi", max_output_tokens=4, stream=True):
