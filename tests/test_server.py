@@ -156,18 +156,27 @@ def test_chat_plain_and_streamed(client: openai.OpenAI) -> None:
     assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
 
 
-def test_chat_content_parts(client: openai.OpenAI) -> None:
+def test_chat_content_parts(server: Server, client: openai.OpenAI) -> None:
+    # Text parts reach llama.cpp's chat engine as parts, which joins them as llama-server
+    # does; the reply is the model's continuation of exactly that prompt.
     parts: Any = [{"type": "text", "text": "Name three "}, {"type": "text", "text": "colours."}]
-    a = client.chat.completions.create(
-        model=ALIAS, messages=[{"role": "user", "content": parts}], max_tokens=8, temperature=0
+    messages = [{"role": "user", "content": parts}]
+    a = client.chat.completions.create(model=ALIAS, messages=messages, max_tokens=8, temperature=0)
+    status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
+    assert status == 200
+    assert "Name three " in rendered["prompt"]
+    assert "colours." in rendered["prompt"]
+    status, _, raw = server.request(
+        "POST", "/completion", {"prompt": rendered["prompt"], "n_predict": 8, "temperature": 0}
     )
-    b = client.chat.completions.create(
-        model=ALIAS,
-        messages=[{"role": "user", "content": "Name three colours."}],
-        max_tokens=8,
-        temperature=0,
+    assert a.choices[0].message.content == raw["content"]
+    status, _, err = server.request(
+        "POST",
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
     )
-    assert a.choices[0].message.content == b.choices[0].message.content
+    assert status == 400
+    assert "image input is not supported" in err["error"]["message"]
 
 
 WEATHER: Any = {

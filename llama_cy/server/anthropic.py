@@ -42,7 +42,9 @@ def routes(server: Server) -> list[RouteSpec]:
         schema.refuse_unsupported(chat)
         body = schema.check(chat, schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
+            server.preparer.chat,
+            messages(body["messages"], allow_empty=True),
+            **chat_kwargs(server, body),
         )
         assert job.chat is not None
         stream = bool(body.get("stream"))
@@ -54,7 +56,9 @@ def routes(server: Server) -> list[RouteSpec]:
         raw = schema.parse(await request.body())
         body = schema.check(to_openai(raw), schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
+            server.preparer.chat,
+            messages(body["messages"], allow_empty=True),
+            **chat_kwargs(server, body),
         )
         return JSONResponse({"input_tokens": len(job.tokens)})
 

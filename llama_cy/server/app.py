@@ -23,6 +23,7 @@ import logging
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,7 +41,7 @@ from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.completion import CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
-from llama_cy.errors import ContextOverflowError, LlamaError
+from llama_cy.errors import ContextOverflowError, KVCacheFullError, LlamaError
 from llama_cy.generation import Job
 from llama_cy.responses import Shaper
 from llama_cy.server import (
@@ -172,6 +173,11 @@ class Server:
                     type="exceed_context_size_error",
                     n_prompt_tokens=exc.n_tokens,
                     n_ctx=exc.n_ctx,
+                ).response()
+            except KVCacheFullError as exc:
+                # The slots share a KV cache that filled up while they generated.
+                return ApiError(
+                    500, f"the context size has been exceeded: {exc}", "server_error"
                 ).response()
             except QueueFullError as exc:
                 return ApiError(
@@ -497,7 +503,10 @@ class Cors:
         if s.cors_credentials and s.cors_origins == "*":
             return origin
         if s.cors_origins == "localhost":
-            host = origin.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+            try:
+                host = urllib.parse.urlsplit(origin).hostname
+            except ValueError:
+                return None
             return origin if host in ("localhost", "127.0.0.1", "::1") else None
         return s.cors_origins
 

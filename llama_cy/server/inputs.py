@@ -107,8 +107,10 @@ def prompt(value: Any) -> str | list[int]:
     )
 
 
-def messages(value: list[Any]) -> list[dict[str, Any]]:
-    """Chat messages, with OpenAI's content parts joined into text."""
+def messages(value: list[Any], *, allow_empty: bool = False) -> list[dict[str, Any]]:
+    """Chat messages, checked; text content parts stay parts (llama.cpp's chat engine
+    joins them as llama-server does). Only Anthropic's route takes an empty list, as
+    llama-server does there."""
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -117,7 +119,6 @@ def messages(value: list[Any]) -> list[dict[str, Any]]:
             )
         content = m.get("content")
         if isinstance(content, list):
-            texts = []
             for part in content:
                 if (
                     not isinstance(part, dict)
@@ -126,11 +127,10 @@ def messages(value: list[Any]) -> list[dict[str, Any]]:
                 ):
                     raise ApiError(
                         400,
-                        f"messages[{i}]: only text content parts are supported",
+                        f"messages[{i}]: only text content parts are supported (this "
+                        "server has no multimodal projector: image input is not supported)",
                         param="messages",
                     )
-                texts.append(part["text"])
-            m = {**m, "content": "".join(texts)}
         elif content is not None and not isinstance(content, str):
             raise ApiError(
                 400,
@@ -138,7 +138,7 @@ def messages(value: list[Any]) -> list[dict[str, Any]]:
                 param="messages",
             )
         out.append(m)
-    if not out:
+    if not out and not allow_empty:
         raise ApiError(400, "'messages' must not be empty", param="messages")
     return out
 

@@ -33,11 +33,12 @@ def routes(server: Server) -> list[RouteSpec]:
                 f"# TYPE llamacpp:{name} {kind}",
                 f"llamacpp:{name} {value}",
             ]
-        return PlainTextResponse(
-            "\n".join(lines) + "\n",
-            media_type="text/plain; version=0.0.4",
-            headers={"Process-Start-Time-Unix": str(server.started)},
+        response = PlainTextResponse(
+            "\n".join(lines) + "\n", media_type="text/plain; version=0.0.4"
         )
+        # Spelled as llama-server spells it (Starlette would lower-case a dict's names).
+        response.raw_headers.append((b"Process-Start-Time-Unix", str(server.started).encode()))
+        return response
 
     return [("/metrics", metrics, ["GET"], False)]
 
