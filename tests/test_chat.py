@@ -289,7 +289,11 @@ def test_parallel_tool_calls_reach_the_grammar_and_the_parser(chat_llm: lc.Llama
 
 
 def test_streamed_tool_calls_arrive_in_pieces_and_add_up(chat_llm: lc.Llama) -> None:
-    kw: dict[str, Any] = {"tools": [WEATHER], "tool_choice": "required"}
+    # A named function: the call starts at the first token, on any CPU's arithmetic
+    # ("required" lets this small model write text first, for as long as its sampling
+    # path happens to run).
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    kw: dict[str, Any] = {"tools": [WEATHER], "tool_choice": named}
     whole = chat_llm.create_chat_completion(QUESTION, **kw, **one_call(chat_llm))
     chat_llm.reset()  # the same numbers as the first run: no prompt prefix reused
     stream = chat_llm.create_chat_completion(QUESTION, stream=True, **kw, **one_call(chat_llm))
