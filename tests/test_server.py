@@ -160,7 +160,7 @@ def test_chat_content_parts(server: Server, client: openai.OpenAI) -> None:
     # Text parts reach llama.cpp's chat engine as parts, which joins them as llama-server
     # does; the reply is the model's continuation of exactly that prompt.
     parts: Any = [{"type": "text", "text": "Name three "}, {"type": "text", "text": "colours."}]
-    messages = [{"role": "user", "content": parts}]
+    messages: Any = [{"role": "user", "content": parts}]
     a = client.chat.completions.create(model=ALIAS, messages=messages, max_tokens=8, temperature=0)
     status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
     assert status == 200

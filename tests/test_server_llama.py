@@ -21,6 +21,7 @@ from serving import Server, free_port, sse_events
 from tiny_model import write_tiny_bert, write_tiny_llama, write_tiny_lora
 
 from llama_cy import LlamaModel, cli
+from llama_cy.chat import REASONING_FORMATS
 from llama_cy.server.flags import FLAGS, INERT, REFUSED, check_flags, settings_from_args
 
 PROMPT = "Once upon a time"
@@ -109,6 +110,8 @@ def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SystemExit, match="LLAMA_ARG_HF_REPO"):
         check_flags(parse(), [])
     monkeypatch.delenv("LLAMA_ARG_HF_REPO")
+    reasoning = next(f for f in FLAGS if f.dest == "reasoning_format")
+    assert tuple(reasoning.choices or ()) == REASONING_FORMATS  # one list of the formats
     inert = [f for f in FLAGS if f.status == INERT]
     assert all(f.note for f in inert)  # each says why it is harmless
     check_flags(parse("--threads-http", "4", "--offline"), ["--threads-http", "--offline"])
@@ -468,3 +471,46 @@ def test_version_and_list_devices() -> None:
     )
     assert out.returncode == 0
     assert out.stdout.startswith("Available devices:")
+
+
+def test_cors_proxy(server: Server, tiny_fim: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    assert server.request("GET", "/cors-proxy?url=http://127.0.0.1:1/")[0] == 403  # off
+    seen: dict[str, str] = {}
+
+    class Target(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.update({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"from the target")
+
+        def do_POST(self) -> None:
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    target = ThreadingHTTPServer(("127.0.0.1", 0), Target)
+    threading.Thread(target=target.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{target.server_port}/x"
+    try:
+        with Server(tiny_fim, "-t", "2", "--ui-mcp-proxy", api_key="k") as s:
+            status, _, text = s.request(
+                "GET",
+                f"/cors-proxy?url={url}",
+                headers={"Cookie": "c=1", "x-llama-server-proxy-header-accept": "text/x"},
+            )
+            assert (status, text) == (200, "from the target")
+            assert seen["accept"] == "text/x"
+            assert "cookie" not in seen
+            assert "authorization" not in seen  # the client's own key stays here
+            assert s.request("POST", f"/cors-proxy?url={url}", {})[0] == 204
+            assert s.request("GET", "/cors-proxy?url=file:///etc/passwd")[0] == 400
+    finally:
+        target.shutdown()
+        target.server_close()

@@ -50,6 +50,7 @@ from llama_cy.server import (
     metrics,
     native,
     openai_api,
+    proxy,
     responses_api,
     schema,
     ui,
@@ -150,6 +151,7 @@ class Server:
             + embeddings.routes(self)
             + anthropic.routes(self)
             + responses_api.routes(self)
+            + proxy.routes(self)
             + metrics.routes(self)
         )
         prefix = self.settings.api_prefix

@@ -73,6 +73,18 @@ def _parallel(value: str) -> int:
     return n
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
 def _bool_env(value: str) -> bool:
     return value.lower() in ("1", "true", "on", "enabled", "yes")
 
@@ -399,8 +411,10 @@ FLAGS: tuple[Flag, ...] = (
            "it configures llama.cpp's web UI, which is not shipped here"),
     _inert("--ui-config-file --webui-config-file", "ui_config_file", "PATH",
            "it configures llama.cpp's web UI, which is not shipped here"),
-    _refused("--ui-mcp-proxy --webui-mcp-proxy", "ui_mcp_proxy", None, _AGENT,
-             negative=("--no-ui-mcp-proxy", "--no-webui-mcp-proxy")),
+    _f("--ui-mcp-proxy --webui-mcp-proxy", "ui_mcp_proxy", None,
+       negative=("--no-ui-mcp-proxy", "--no-webui-mcp-proxy"), env="LLAMA_ARG_UI_MCP_PROXY",
+       help="/cors-proxy?url=... forwards GET and POST (only x-llama-server-proxy-header-* "
+            "headers go along); do not enable where untrusted clients reach the server"),
     _refused("--tools", "tools", "TOOL1,TOOL2,...", _AGENT, env="LLAMA_ARG_TOOLS"),
     _refused("--tools-runtime", "tools_runtime", "OPTION", _AGENT),
     _refused("--mcp-servers-config", "mcp_servers_config", "PATH", _AGENT),
@@ -420,9 +434,9 @@ FLAGS: tuple[Flag, ...] = (
        help="PEM private key: serve HTTPS"),
     _f("--ssl-cert-file", "ssl_cert_file", "FNAME", env="LLAMA_ARG_SSL_CERT_FILE",
        help="PEM certificate: serve HTTPS"),
-    _f("--chat-template-kwargs", "chat_template_kwargs", "STRING",
+    _f("--chat-template-kwargs", "chat_template_kwargs", "STRING", type=_json_object,
        env="LLAMA_ARG_CHAT_TEMPLATE_KWARGS",
-       help='JSON object of template variables, e.g. \'{"enable_thinking": false}\''),
+       help="JSON object of template variables, e.g. '{\"enable_thinking\": false}'"),
     _f("-to --timeout", "timeout", "N", type=float, default=3600.0, env="LLAMA_ARG_TIMEOUT",
        help="HTTP read/write timeout in seconds"),
     _f("--sse-ping-interval", "sse_ping_interval", "N", type=float, default=30.0,
@@ -451,7 +465,8 @@ FLAGS: tuple[Flag, ...] = (
              negative=("--no-models-autoload",)),
     _f("--jinja", "jinja", None, default=True, negative=("--no-jinja",), env="LLAMA_ARG_JINJA",
        help="render with llama.cpp's Jinja engine (--no-jinja: its built-in formatter)"),
-    _f("--reasoning-format", "reasoning_format", "FORMAT", default="auto", env="LLAMA_ARG_THINK",
+    _f("--reasoning-format", "reasoning_format", "FORMAT", default="auto",
+       env="LLAMA_ARG_THINK", choices=("none", "auto", "deepseek", "deepseek-legacy"),
        help="where thoughts go: none, auto/deepseek (reasoning_content), deepseek-legacy"),
     _f("-rea --reasoning", "reasoning", "[on|off|auto]", type=_on_off, default="auto",
        env="LLAMA_ARG_REASONING", help="thinking in chats (auto: as the template says)"),
@@ -681,20 +696,6 @@ def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _json_object(flag: str, text: str | None) -> dict[str, Any]:
-    import json
-
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise SystemExit(f"llama-cy serve: {flag}: not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise SystemExit(f"llama-cy serve: {flag}: must be a JSON object")
-    return value
-
-
 def _load_mode(mode: str) -> dict[str, bool]:
     return {
         "auto": {"use_mmap": True, "use_mlock": False},
@@ -707,13 +708,9 @@ def _load_mode(mode: str) -> dict[str, bool]:
 
 def settings_from_args(args: argparse.Namespace, model: str) -> Any:
     """The :class:`~llama_cy.server.ServerSettings` that the parsed flags ask for."""
-    from llama_cy.chat import REASONING_FORMATS, chat_format_names
+    from llama_cy.chat import chat_format_names
     from llama_cy.server.settings import ServerSettings
 
-    if args.reasoning_format not in REASONING_FORMATS:
-        raise SystemExit(
-            f"llama-cy serve: --reasoning-format must be one of {', '.join(REASONING_FORMATS)}"
-        )
     template = args.chat_template
     if args.chat_template_file:
         with open(args.chat_template_file, encoding="utf-8") as f:
@@ -783,13 +780,14 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         reasoning_budget=args.reasoning_budget,
         reasoning_budget_message=args.reasoning_budget_message,
         reasoning_preserve=args.reasoning_preserve,
-        chat_template_kwargs=_json_object("--chat-template-kwargs", args.chat_template_kwargs),
+        chat_template_kwargs=args.chat_template_kwargs or {},
         metrics=args.metrics,
         slots_endpoint=args.slots,
         slot_save_path=args.slot_save_path,
         props_endpoint=args.props,
         spm_infill=args.spm_infill,
         prefill_assistant=args.prefill_assistant,
+        ui_mcp_proxy=bool(args.ui_mcp_proxy),
         lora=_loras(args.lora, args.lora_scaled),
         lora_init_without_apply=args.lora_init_without_apply,
         cache_prompt=args.cache_prompt,

@@ -244,15 +244,7 @@ def routes(server: Server) -> list[RouteSpec]:
             raise ApiError(400, f"these properties cannot be changed: {', '.join(sorted(body))}")
         return JSONResponse({"success": True})
 
-    async def cors_proxy(request: Request) -> Response:
-        raise ApiError(
-            403,
-            "the CORS proxy is not enabled (llama-server's --ui-mcp-proxy is not built here)",
-            "permission_error",
-        )
-
     return [
-        ("/cors-proxy", cors_proxy, ["GET", "POST"], False),
         ("/lora-adapters", lora_adapters, get, False),
         ("/lora-adapters", set_lora_adapters, post, False),
         ("/props", set_props, post, False),

@@ -59,6 +59,7 @@ class ServerSettings:
     props_endpoint: bool = False
     spm_infill: bool = False
     prefill_assistant: bool = True
+    ui_mcp_proxy: bool = False
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = False
     cache_prompt: bool = True
