@@ -514,3 +514,49 @@ def test_cors_proxy(server: Server, tiny_fim: Path) -> None:
     finally:
         target.shutdown()
         target.server_close()
+
+
+def test_sleep_frees_the_model_and_the_next_request_wakes_it(tiny_fim: Path) -> None:
+    import time
+
+    def sleeping(s: Server) -> bool:
+        status, _, props = s.request("GET", "/props")
+        assert status == 200
+        return bool(props["is_sleeping"])
+
+    def wait_asleep(s: Server) -> None:
+        deadline = time.monotonic() + 15
+        while not sleeping(s):
+            assert time.monotonic() < deadline, "the server did not fall asleep"
+            time.sleep(0.1)
+
+    def predicted(s: Server) -> float:
+        text = s.request("GET", "/metrics")[2]
+        line = next(
+            ln for ln in text.splitlines() if ln.startswith("llamacpp:tokens_predicted_total")
+        )
+        return float(line.split()[1])
+
+    with Server(tiny_fim, "-t", "2", "--sleep-idle-seconds", "1", "--metrics", "-a", "m") as s:
+        _, _, first = s.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 4})
+        assert first["tokens_predicted"] == 4
+        wait_asleep(s)
+        # read-only routes answer from what was kept, and do not wake the server
+        assert s.request("GET", "/health")[0] == 200
+        assert s.request("GET", "/v1/models")[2]["data"][0]["id"] == "m"
+        assert predicted(s) == 4
+        assert sleeping(s)
+        # anything else wakes it, and the counters go on from where they were
+        assert s.request("POST", "/tokenize", {"content": "hi"})[0] == 200
+        assert not sleeping(s)
+        _, _, again = s.request(
+            "POST", "/completion", {"prompt": PROMPT, "n_predict": 3, "temperature": 0}
+        )
+        assert again["tokens_predicted"] == 3
+        assert predicted(s) == 7
+        wait_asleep(s)
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0)
+        out = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
+        )
+        assert out.choices[0].finish_reason == "length"

@@ -76,7 +76,8 @@ def serve(
     sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
     model = load_model(settings, progress)
     try:
-        app = create_app(model, settings, static_path=static_path)
+        # The server owns the model: it closes it, and frees and reloads it to sleep.
+        app = create_app(model, settings, static_path=static_path, owns_model=True)
         config = uvicorn.Config(
             app,
             log_level="warning",

@@ -56,11 +56,11 @@ from llama_cy.server import (
     ui,
     vertex,
 )
-from llama_cy.server.engine import Engine, QueueFullError, Task
+from llama_cy.server.engine import Engine, QueueFullError, RateWindow, Task
 from llama_cy.server.inputs import lora_request
 from llama_cy.server.native import NativeShaper
 from llama_cy.server.schema import ApiError
-from llama_cy.server.settings import ServerSettings
+from llama_cy.server.settings import ServerSettings, load_model
 from llama_cy.settings import SAMPLING_SETTINGS, server_names
 
 __all__ = ["Server", "create_app"]
@@ -85,20 +85,43 @@ class Server:
     """The routes over one model: an :class:`Engine` with a slot per ``--parallel``, or
     (with ``--embeddings``) an :class:`~llama_cy.embedding.Embedder`."""
 
-    def __init__(self, model: LlamaModel, settings: ServerSettings) -> None:
+    def __init__(
+        self, model: LlamaModel, settings: ServerSettings, *, owns_model: bool = False
+    ) -> None:
         self.model = model
         self.settings = settings
         self.model_id = settings.model_id
-        self.preparer = settings.preparer(model)
+        #: whether the server closes (and, after sleeping, loads again) the model
+        self.owns_model = owns_model
         self.engine: Engine | None = None
         self.embedder: Embedder | None = None
         self.embed_lock = threading.Lock()
-        context = settings.context_kwargs(model)
-        #: --lora adapters, and the scales a request without ``lora`` runs with
-        self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         self.lora_scales = [
             0.0 if settings.lora_init_without_apply else scale for _, scale in settings.lora
         ]
+        self.started = int(time.time())
+        #: llama-server's system_fingerprint: the llama.cpp build
+        self.fingerprint = f"{LLAMA_CPP_BUILD}-llama_cy"
+        # --sleep-idle-seconds: requests in flight, the last one's end, the sleep state,
+        # and the counters of the engines that slept (so /metrics keeps counting).
+        self.active = 0
+        self.last_active = time.monotonic()
+        self.sleeping = False
+        self.metrics_base: dict[str, float] = {}
+        self.frozen_window: RateWindow | None = None
+        self._wake_lock = asyncio.Lock()
+        self._build()
+        self.model_card = self._model_card()
+        #: GET /props as last shown (what a sleeping server answers)
+        self.props_cache: dict[str, Any] = {}
+
+    def _build(self) -> None:
+        """The preparer, the adapters and the engine (or embedder) over ``self.model``."""
+        model, settings = self.model, self.settings
+        self.preparer = settings.preparer(model)
+        context = settings.context_kwargs(model)
+        #: --lora adapters, and the scales a request without ``lora`` runs with
+        self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         if settings.embeddings or settings.reranking:
             ctx = LlamaContext(model, **context)
             self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
@@ -117,22 +140,90 @@ class Server:
                 loras=self.loras,
                 **context,
             )
-        self.started = int(time.time())
-        #: llama-server's system_fingerprint: the llama.cpp build
-        self.fingerprint = f"{LLAMA_CPP_BUILD}-llama_cy"
+
+    def _model_card(self) -> dict[str, Any]:
+        """What /models shows of the model (kept while the server sleeps)."""
+        m = self.model
+        return {
+            "n_vocab": m.n_vocab,
+            "n_ctx_train": m.n_ctx_train,
+            "n_embd": m.n_embd,
+            "n_params": m.n_params,
+            "size": m.size,
+        }
 
     def start(self) -> None:
         if self.engine is not None:
             self.engine.start()
 
     def close(self) -> None:
-        """Stop the engine and free the contexts (the model stays open)."""
+        """Stop the engine and free the contexts (and the model, if the server owns it)."""
+        self._teardown()
+        if self.owns_model:
+            self.model.close()
+
+    def _teardown(self) -> None:
         if self.engine is not None:
             self.engine.stop()
         if self.embedder is not None:
             with self.embed_lock:
                 self.embedder.batch.close()
                 self.embedder.ctx.close()
+        for adapter in self.loras:
+            adapter.close()
+
+    # ---- sleeping (--sleep-idle-seconds) ---------------------------------------------
+
+    def sleep(self) -> None:
+        """Free the engine, the contexts and the model (llama-server's sleep): /health,
+        /props, /models and /metrics answer from what was kept; anything else wakes the
+        server. Any thread, while nothing runs."""
+        if self.sleeping:
+            return
+        from llama_cy.server import metrics
+
+        self.props_cache = native.props_dict(self)
+        self.metrics_base = metrics.counters(self)
+        self.frozen_window = self.engine.window if self.engine is not None else None
+        self.sleeping = True
+        self._teardown()
+        self.engine = None
+        self.embedder = None
+        if self.owns_model:
+            self.model.close()
+        _log.info("sleeping: the model and its contexts are freed until the next request")
+
+    async def wake(self) -> None:
+        """Load what :meth:`sleep` freed, once, however many requests arrive together."""
+        async with self._wake_lock:
+            if not self.sleeping:
+                return
+            _log.info("waking up: loading the model again")
+            await asyncio.to_thread(self._reload)
+
+    def _reload(self) -> None:
+        if self.owns_model:
+            self.model = load_model(self.settings)
+        self._build()
+        self.start()
+        self.frozen_window = None
+        self.sleeping = False
+
+    async def watch_idle(self) -> None:
+        """Put the server to sleep after ``--sleep-idle-seconds`` without work."""
+        idle = self.settings.sleep_idle_seconds
+        while True:
+            await asyncio.sleep(min(0.25, idle / 4))
+            engine = self.engine
+            busy = self.active > 0 or (
+                engine is not None and (engine.n_processing > 0 or engine.n_waiting > 0)
+            )
+            if busy or self.sleeping:
+                continue
+            if time.monotonic() - self.last_active >= idle:
+                async with self._wake_lock:
+                    if self.active == 0:  # no request came in while the lock was taken
+                        await asyncio.to_thread(self.sleep)
 
     @property
     def n_ctx(self) -> int:
@@ -158,13 +249,23 @@ class Server:
         return [Route(prefix + p, self._wrap(fn, public), methods=m) for p, fn, m, public in table]
 
     def _wrap(self, fn: Endpoint, public: bool) -> Endpoint:
-        """Authorization, and every error as an OpenAI-shaped response."""
+        """Authorization, waking a sleeping server, and every error as an OpenAI-shaped
+        response."""
 
         async def endpoint(request: Request) -> Response:
             try:
                 if not public:
                     self._authorize(request)
-                return await fn(request)
+                if _keeps_sleeping(request, self.settings.api_prefix):
+                    return await fn(request)
+                self.active += 1
+                try:
+                    if self.sleeping or self._wake_lock.locked():  # asleep, or falling so
+                        await self.wake()
+                    return await fn(request)
+                finally:
+                    self.active -= 1
+                    self.last_active = time.monotonic()
             except ApiError as exc:
                 return exc.response()
             except ContextOverflowError as exc:
@@ -453,19 +554,30 @@ def sse(obj: Any, event: str | None = None) -> str:
 
 
 def create_app(
-    model: LlamaModel, settings: ServerSettings, *, static_path: str | None = None
+    model: LlamaModel,
+    settings: ServerSettings,
+    *,
+    static_path: str | None = None,
+    owns_model: bool = False,
 ) -> Starlette:
     """The ASGI app over ``model`` (its engine runs while the app's lifespan does, on a
-    context of its own; the model stays the caller's). ``static_path`` is llama-server's
-    ``--path``: a folder served at the root instead of the chat page."""
-    server = Server(model, settings)
+    context of its own). The model stays the caller's unless ``owns_model``: then the
+    server closes it, and ``--sleep-idle-seconds`` frees and reloads it. ``static_path``
+    is llama-server's ``--path``: a folder served at the root instead of the chat
+    page."""
+    server = Server(model, settings, owns_model=owns_model)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         server.start()
+        watcher = None
+        if settings.sleep_idle_seconds > 0:
+            watcher = asyncio.create_task(server.watch_idle())
         try:
             yield
         finally:
+            if watcher is not None:
+                watcher.cancel()
             await asyncio.to_thread(server.close)
 
     routes: list[BaseRoute] = list(server.routes())
@@ -489,6 +601,15 @@ def create_app(
     app.add_middleware(Cors, settings=settings)
     app.state.server = server
     return app
+
+
+#: What llama-server answers while asleep, without waking (GET only).
+_SLEEP_SAFE = frozenset(["/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics"])
+
+
+def _keeps_sleeping(request: Request, prefix: str) -> bool:
+    path = request.url.path.removeprefix(prefix)
+    return request.method == "GET" and path in _SLEEP_SAFE
 
 
 class Cors:

@@ -65,52 +65,64 @@ HELP = {
 }
 
 
-def _values(server: Server) -> tuple[dict[str, float], dict[str, float]]:
-    """The counters and gauges (the throughputs cover the time since the last scrape;
-    speculative decoding is not built, so its counters stay 0)."""
-    spec = {
+def counters(server: Server) -> dict[str, float]:
+    """The counters so far: those of the engines that slept, plus the running one's
+    (speculative decoding is not built, so its counters stay 0)."""
+    now: dict[str, float] = {
+        "prompt_tokens_total": 0.0,
+        "prompt_tokens_cached_total": 0.0,
+        "prompt_seconds_total": 0.0,
+        "tokens_predicted_total": 0.0,
+        "tokens_predicted_seconds_total": 0.0,
+        "n_decode_total": 0.0,
+        "n_tokens_max": 0.0,
         "spec_decode_num_draft_tokens_total": 0.0,
         "spec_decode_num_accepted_tokens_total": 0.0,
         "spec_decode_num_drafts_total": 0.0,
+        "n_busy_slots": 0.0,  # the sum behind n_busy_slots_per_decode
     }
     e = server.engine
-    if e is None:  # an embedding server: its decodes are all prompt
-        emb = server.embedder
-        assert emb is not None
-        counters = {
-            "prompt_tokens_total": float(emb.n_tokens),
-            "prompt_tokens_cached_total": 0.0,
-            "prompt_seconds_total": emb.t_s,
-            "tokens_predicted_total": 0.0,
-            "tokens_predicted_seconds_total": 0.0,
-            "n_decode_total": float(emb.n_decode),
-            "n_tokens_max": 0.0,
-            **spec,
-        }
-        gauges = {
-            "prompt_tokens_seconds": emb.n_tokens / emb.t_s if emb.t_s else 0.0,
-            "predicted_tokens_seconds": 0.0,
-            "requests_processing": 0.0,
-            "requests_deferred": 0.0,
-            "n_busy_slots_per_decode": 1.0 if emb.n_decode else 0.0,
-        }
-        return counters, gauges
-    prompt_rate, gen_rate = e.window.read()
-    counters = {
-        "prompt_tokens_total": float(e.n_prompt_tokens),
-        "prompt_tokens_cached_total": float(e.n_prompt_cached),
-        "prompt_seconds_total": e.t_prompt_s,
-        "tokens_predicted_total": float(e.n_predicted),
-        "tokens_predicted_seconds_total": e.t_predicted_s,
-        "n_decode_total": float(e.n_decode),
-        "n_tokens_max": float(e.n_tokens_max),
-        **spec,
-    }
+    emb = server.embedder
+    if e is not None:
+        now.update(
+            prompt_tokens_total=e.n_prompt_tokens,
+            prompt_tokens_cached_total=e.n_prompt_cached,
+            prompt_seconds_total=e.t_prompt_s,
+            tokens_predicted_total=e.n_predicted,
+            tokens_predicted_seconds_total=e.t_predicted_s,
+            n_decode_total=e.n_decode,
+            n_tokens_max=e.n_tokens_max,
+            n_busy_slots=e.n_busy_slots,
+        )
+    elif emb is not None:  # an embedding server: its decodes are all prompt
+        now.update(
+            prompt_tokens_total=emb.n_tokens,
+            prompt_seconds_total=emb.t_s,
+            n_decode_total=emb.n_decode,
+            n_busy_slots=emb.n_decode,
+        )
+    base = server.metrics_base
+    out = {k: float(v) + base.get(k, 0.0) for k, v in now.items()}
+    out["n_tokens_max"] = max(float(now["n_tokens_max"]), base.get("n_tokens_max", 0.0))
+    return out
+
+
+def _values(server: Server) -> tuple[dict[str, float], dict[str, float]]:
+    """The counters and gauges; the throughputs cover the time since the last scrape
+    (a sleeping server's, since the last scrape before it slept)."""
+    total = counters(server)
+    busy = total.pop("n_busy_slots")
+    e = server.engine
+    window = e.window if e is not None else server.frozen_window
+    prompt_rate, gen_rate = window.read() if window is not None else (0.0, 0.0)
+    emb = server.embedder
+    if e is None and emb is not None:
+        prompt_rate = emb.n_tokens / emb.t_s if emb.t_s else 0.0
     gauges = {
         "prompt_tokens_seconds": prompt_rate,
         "predicted_tokens_seconds": gen_rate,
-        "requests_processing": float(e.n_processing),
-        "requests_deferred": float(e.n_waiting),
-        "n_busy_slots_per_decode": e.n_busy_slots / max(1, e.n_decode),
+        "requests_processing": float(e.n_processing) if e is not None else 0.0,
+        "requests_deferred": float(e.n_waiting) if e is not None else 0.0,
+        "n_busy_slots_per_decode": busy / max(1.0, total["n_decode_total"]),
     }
-    return counters, gauges
+    return total, gauges

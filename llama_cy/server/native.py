@@ -133,35 +133,10 @@ def routes(server: Server) -> list[RouteSpec]:
         return JSONResponse({"prompt": prompt.prompt})
 
     async def props(request: Request) -> Response:
-        sampling = server.preparer.sampling("server")
-        params: dict[str, Any] = {
-            "n_predict": server.settings.n_predict,
-            "seed": server.settings.seed,
-        }
-        for s in SAMPLING_SETTINGS:
-            value = getattr(sampling, s.name)
-            params[s.server_name] = list(value) if isinstance(value, tuple) else value
-        template = server.preparer.template
-        vocab = server.model
-        engine = server.engine
-        return JSONResponse(
-            {
-                "default_generation_settings": {"n_ctx": server.n_ctx, "params": params},
-                "total_slots": len(engine.slots) if engine is not None else 1,
-                "model_aliases": sorted(server.settings.aliases),
-                "model_tags": sorted(server.settings.tags),
-                "model_alias": server.model_id,
-                "model_path": server.settings.model,
-                "chat_template": template.source,
-                "chat_template_caps": template.caps,
-                "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
-                "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
-                "modalities": {"vision": False, "audio": False},
-                "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
-                "endpoint_slots": server.settings.slots_endpoint,
-                "endpoint_metrics": server.settings.metrics,
-            }
-        )
+        if server.sleeping:  # what was shown last, as llama-server keeps it
+            return JSONResponse({**server.props_cache, "is_sleeping": True})
+        server.props_cache = props_dict(server)
+        return JSONResponse({**server.props_cache, "is_sleeping": False})
 
     async def slots(request: Request) -> Response:
         if not server.settings.slots_endpoint:
@@ -261,6 +236,37 @@ def routes(server: Server) -> list[RouteSpec]:
 
 
 _STOP_TYPES = {"eog": "eos", "stop": "word", "length": "limit"}
+
+
+def props_dict(server: Server) -> dict[str, Any]:
+    """llama-server's GET /props."""
+    sampling = server.preparer.sampling("server")
+    params: dict[str, Any] = {
+        "n_predict": server.settings.n_predict,
+        "seed": server.settings.seed,
+    }
+    for s in SAMPLING_SETTINGS:
+        value = getattr(sampling, s.name)
+        params[s.server_name] = list(value) if isinstance(value, tuple) else value
+    template = server.preparer.template
+    vocab = server.model
+    engine = server.engine
+    return {
+        "default_generation_settings": {"n_ctx": server.n_ctx, "params": params},
+        "total_slots": len(engine.slots) if engine is not None else 1,
+        "model_aliases": sorted(server.settings.aliases),
+        "model_tags": sorted(server.settings.tags),
+        "model_alias": server.model_id,
+        "model_path": server.settings.model,
+        "chat_template": template.source,
+        "chat_template_caps": template.caps,
+        "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
+        "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
+        "modalities": {"vision": False, "audio": False},
+        "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
+        "endpoint_slots": server.settings.slots_endpoint,
+        "endpoint_metrics": server.settings.metrics,
+    }
 
 
 def infill_tokens(

@@ -71,14 +71,7 @@ def routes(server: Server) -> list[RouteSpec]:
         return JSONResponse({"status": "ok"})
 
     async def models(request: Request) -> Response:
-        m = server.model
-        meta = {
-            "n_vocab": m.n_vocab,
-            "n_ctx_train": m.n_ctx_train,
-            "n_embd": m.n_embd,
-            "n_params": m.n_params,
-            "size": m.size,
-        }
+        meta = server.model_card
         card = {
             "id": server.model_id,
             "object": "model",

@@ -60,6 +60,7 @@ class ServerSettings:
     spm_infill: bool = False
     prefill_assistant: bool = True
     ui_mcp_proxy: bool = False
+    sleep_idle_seconds: float = -1.0
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = False
     cache_prompt: bool = True
