@@ -39,6 +39,10 @@ cdef extern from "llama.h" nogil:
         const char **trigger_patterns, size_t num_trigger_patterns,
         const llama_token *trigger_tokens, size_t num_trigger_tokens) except +
 
+# A greedy-only chain's pick, with llama.cpp's greedy answer (see the header).
+cdef extern from "_argmax.h" nogil:
+    int32_t _argmax "llama_cy_argmax"(const float *x, int32_t n)
+
 # The candidates as NumPy sees them: llama_token_data {int32 id; float logit; float p}.
 CANDIDATE_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
@@ -658,14 +662,6 @@ cdef LlamaSampler _wrap_grammar(c.llama_sampler *ptr, int n_vocab):
     cdef LlamaSampler result = _wrap(ptr, None, n_vocab)
     result._has_grammar = True
     return result
-
-
-cdef llama_token _argmax(const float *logits, int n) noexcept nogil:
-    cdef int i, best = 0
-    for i in range(1, n):
-        if logits[i] > logits[best]:
-            best = i
-    return best
 
 
 cdef int _accept_checked(c.llama_sampler *smpl, llama_token token) except -1:

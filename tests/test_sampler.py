@@ -164,6 +164,56 @@ def test_greedy_selects_the_argmax(ctx: lc.LlamaContext) -> None:
     assert {s.sample(ctx) for s in fast} == {slow.sample(ctx)}
 
 
+@pytest.mark.parametrize(
+    ("rows", "winners"),
+    [
+        # NaN early, ties between a vector block and the tail (32000 + 3 tokens: the
+        # scan's 16-wide blocks end before the last 3); +u and -u give +s and -s, so the
+        # first of a pair wins whatever the sign of s.
+        ({1: "nan", 5000: 1, 31999: 1, 7000: -1, 32002: -1}, (5000, 7000)),
+        # the largest logit only in the tail; NaN right before it and in each lane of
+        # the last vector block (31984..31999), where no later block could displace it
+        (
+            {31985: "nan", 31990: "nan", 31995: "nan", 31999: "nan", 32001: "nan", 32002: 1, 3: -1},
+            (32002, 3),
+        ),
+        # every other row is zero: the pick is index 0 unless s is the largest; a NaN
+        # at index 0 is llama.cpp's pick whatever follows
+        ({10: -1}, (10, 0)),
+        ({0: "nan", 9: 1}, (0, 0)),
+    ],
+)
+def test_greedy_fast_path_picks_as_llama_cpp(
+    tmp_path: Path, rows: dict[int, Any], winners: tuple[int, int]
+) -> None:
+    """The lone-greedy path scans the logits itself (vectorised): it must give llama.cpp's
+    greedy answer for ties and NaN, at block and tail positions alike."""
+    from tiny_model import write_tiny_llama
+
+    def output(n_vocab: int, n_embd: int) -> npt.NDArray[np.float32]:
+        w = np.zeros((n_vocab, n_embd), dtype=np.float32)
+        u = np.random.default_rng(0).standard_normal(n_embd).astype(np.float32)
+        for row, how in rows.items():
+            w[row] = np.nan if how == "nan" else how * u
+        return w
+
+    path = write_tiny_llama(
+        tmp_path / "shaped.gguf", extra_tokens=["<a>", "<b>", "<c>"], output=output
+    )
+    with lc.LlamaModel.load(path) as model, lc.LlamaContext(model, n_ctx=64) as ctx:
+        assert model.n_vocab == 32003
+        batch = lc.LlamaBatch(8)
+        batch.add_sequence(model.tokenize("Hello"), 0, 0)
+        ctx.decode(batch)
+        logits = raw_logits(ctx)
+        cands = candidates(logits)
+        _, selected = S.greedy().apply(cands)  # llama.cpp's own greedy loop
+        expected = int(cands["id"][selected])
+        s = float(logits[next(r for r, how in rows.items() if how != "nan")])
+        assert expected == (winners[0] if s > 0 else winners[1])
+        assert S.greedy().sample(ctx) == expected
+
+
 def test_dist_draws_from_the_softmax() -> None:
     probs = np.array([0.6, 0.3, 0.1])
     logits = np.log(probs).astype(np.float32)

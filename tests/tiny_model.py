@@ -7,7 +7,7 @@ merges, special ids) is copied from one of llama.cpp's own ``models/ggml-vocab-*
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +61,11 @@ def write_tiny_llama(
     seed: int = 0,
     extra_tokens: Sequence[str] = (),
     fim: bool = False,
+    output: Callable[[int, int], npt.NDArray[np.float32]] | None = None,
 ) -> Path:
     """Write a llama-architecture model with random float32 weights to ``path``
-    (``fim``: with fill-in-the-middle tokens, appended to the vocabulary)."""
+    (``fim``: with fill-in-the-middle tokens, appended to the vocabulary; ``output``:
+    makes the output projection from ``(n_vocab, n_embd)``, to shape the logits)."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -92,7 +94,9 @@ def write_tiny_llama(
     ones = np.ones(n_embd, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
     writer.add_tensor("output_norm.weight", ones)
-    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    writer.add_tensor(
+        "output.weight", weight(n_vocab, n_embd) if output is None else output(n_vocab, n_embd)
+    )
     for i in range(n_layer):
         writer.add_tensor(f"blk.{i}.attn_norm.weight", ones)
         writer.add_tensor(f"blk.{i}.attn_q.weight", weight(n_embd, n_embd))
