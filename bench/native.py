@@ -17,12 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "subprojects" / "llama.cpp"
 TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
 
-# The package build turns llama.cpp's tools off; everything else stays as it was.
-_ENABLE = {
-    "-DLLAMA_BUILD_TOOLS=OFF": "-DLLAMA_BUILD_TOOLS=ON",
-    "-DLLAMA_BUILD_SERVER=OFF": "-DLLAMA_BUILD_SERVER=ON",
-}
-
 
 def _build(build: Path, args: list[str], targets: list[str]) -> None:
     """Configure ``build`` (again only when ``args`` change) and build ``targets``."""
@@ -51,7 +45,8 @@ def _build(build: Path, args: list[str], targets: list[str]) -> None:
 
 def build_tools(build: Path) -> dict[str, Path]:
     """Configure (once) and build llama-bench, llama-batched-bench and llama-server."""
-    _build(build, [_ENABLE.get(a, a) for a in CMAKE_ARGS], list(TOOLS))
+    # The package's tree is configured with the tools too; it builds only its libraries.
+    _build(build, list(CMAKE_ARGS), list(TOOLS))
     return {t: build / "bin" / t for t in TOOLS}
 
 
@@ -63,7 +58,7 @@ def build_simple(build: Path) -> Path:
     for what llama.cpp's default build pays with more threads than CPUs. It always runs
     GGML_DEFAULT_N_THREADS (4) threads.
     """
-    args = [_ENABLE.get(a, a) for a in CMAKE_ARGS if not a.startswith("-DGGML_OPENMP=")]
+    args = [a for a in CMAKE_ARGS if not a.startswith("-DGGML_OPENMP=")]
     args = [a.replace("-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_EXAMPLES=ON") for a in args]
     _build(build, args, ["llama-simple"])
     return build / "bin" / "llama-simple"

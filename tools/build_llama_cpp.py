@@ -8,9 +8,10 @@ $LLAMA_CY_CMAKE_ARGS adds CMake arguments of your own (a toolkit in an odd place
 -DGGML_CUDA_NO_VMM=ON, ...), after the package's.
 
 CMake is configured once per set of arguments and rebuilt incrementally after that, so
-a rebuild with no change is a no-op. Each OUTPUT (the SONAME of a library, or the file
-name of a backend plugin) is copied into OUTDIR only when its bytes changed: Meson's
-outputs keep their timestamps and nothing downstream relinks for nothing.
+a rebuild with no change is a no-op. Each OUTPUT (the SONAME of a library, the file
+name of a backend plugin, or a static library) is built by its own target, and copied
+into OUTDIR only when its bytes changed: Meson's outputs keep their timestamps and
+nothing downstream relinks for nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
             *generator,
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={build / 'bin'}",
+            f"-DCMAKE_ARCHIVE_OUTPUT_DIRECTORY={build / 'bin'}",
             "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
             f"-DCMAKE_INSTALL_RPATH={RPATH}",
             *args,
@@ -54,6 +56,11 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
         check=True,
     )
     stamp.write_text(wanted)
+
+
+def _target(output: str) -> str:
+    """The CMake target behind an output file: libggml-cpu.so -> ggml-cpu."""
+    return output.removeprefix("lib").split(".", 1)[0]
 
 
 def main() -> None:
@@ -65,7 +72,12 @@ def main() -> None:
     build.mkdir(parents=True, exist_ok=True)
     configure(source, build, cmake_args)
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 2)
-    subprocess.run(["cmake", "--build", str(build), "--parallel", jobs], check=True)
+    # Only the outputs' own targets: the tree is configured with llama.cpp's tools (for
+    # the server's static library), which are not built.
+    targets = [_target(o) for o in outputs]
+    subprocess.run(
+        ["cmake", "--build", str(build), "--parallel", jobs, "--target", *targets], check=True
+    )
 
     bin_dir = build / "bin"
     built_plugins = {p.name for p in bin_dir.glob(PLUGIN_PREFIX + "*") if not p.is_symlink()}

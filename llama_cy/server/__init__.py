@@ -88,7 +88,17 @@ def serve(
         )
         where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
         print(f"llama-cy: serving {settings.model_id} on {where}", file=sys.stderr, flush=True)
-        uvicorn.Server(config).run(sockets=sockets)
+        tools = app.state.server.tools
+
+        class Server(uvicorn.Server):
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                # As llama-server: the MCP servers are let go first, so that a tool call
+                # in flight ends now instead of holding up the graceful shutdown.
+                if tools is not None:
+                    tools.shutdown()
+                await super().shutdown(sockets)
+
+        Server(config).run(sockets=sockets)
     finally:
         model.close()
         for s in sockets:
@@ -119,8 +129,7 @@ def _bind(host: str, port: int, reuse_port: bool) -> socket.socket:
             sock.close()
             raise SystemExit(f"llama-cy serve: cannot listen on {host}:{port}: {exc}") from None
     sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
+    return sock  # not inheritable: a tool's or MCP server's process must not hold it
 
 
 def _where(sock: socket.socket, tls: bool) -> str:

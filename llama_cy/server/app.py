@@ -53,6 +53,7 @@ from llama_cy.server import (
     proxy,
     responses_api,
     schema,
+    tools,
     ui,
     vertex,
 )
@@ -111,6 +112,12 @@ class Server:
         self.frozen_window: RateWindow | None = None
         self._wake_lock = asyncio.Lock()
         self._build()
+        try:
+            #: --tools and MCP servers: started once, kept while the server sleeps
+            self.tools = tools.start(settings)
+        except BaseException:
+            self._teardown()
+            raise
         self.model_card = self._model_card()
         #: GET /props as last shown (what a sleeping server answers)
         self.props_cache: dict[str, Any] = {}
@@ -159,6 +166,8 @@ class Server:
     def close(self) -> None:
         """Stop the engine and free the contexts (and the model, if the server owns it)."""
         self._teardown()
+        if self.tools is not None:
+            self.tools.close()  # ends the MCP servers' processes
         if self.owns_model:
             self.model.close()
 
@@ -243,6 +252,7 @@ class Server:
             + anthropic.routes(self)
             + responses_api.routes(self)
             + proxy.routes(self)
+            + tools.routes(self)
             + metrics.routes(self)
         )
         prefix = self.settings.api_prefix

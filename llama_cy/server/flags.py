@@ -37,7 +37,6 @@ _SPEC = "speculative decoding is not built yet (issue 19)"
 _MTMD = "multimodal input is not built yet (issue 18)"
 _ROUTER = "llama-cy serve runs one model: llama-server's router mode is not built"
 _AFFINITY = "CPU affinity, priority and polling are not exposed by llama_cy's thread pools"
-_AGENT = "llama-server's built-in agent tools and MCP proxy are not built here"
 _PRESET = "a preset downloads its models: pass a local file with -m"
 _LATER = "not built yet (issue 16 is building it)"
 
@@ -396,8 +395,9 @@ FLAGS: tuple[Flag, ...] = (
        help="let several sockets bind the same port"),
     _f("--path", "path", "PATH", env="LLAMA_ARG_STATIC_PATH",
        help="serve static files from this folder"),
-    _f("--cors-origins", "cors_origins", "ORIGINS", default="*", env="LLAMA_ARG_CORS_ORIGINS",
-       help="allowed CORS origins, comma-separated ('localhost': local origins only)"),
+    _f("--cors-origins", "cors_origins", "ORIGINS", env="LLAMA_ARG_CORS_ORIGINS",
+       help="allowed CORS origins, comma-separated ('localhost': local origins only; "
+            "default: *, or localhost with tools or MCP servers)"),
     _f("--cors-methods", "cors_methods", "METHODS", default="GET, POST, DELETE, OPTIONS",
        env="LLAMA_ARG_CORS_METHODS", help="allowed CORS methods"),
     _f("--cors-headers", "cors_headers", "HEADERS", default="*", env="LLAMA_ARG_CORS_HEADERS",
@@ -415,11 +415,20 @@ FLAGS: tuple[Flag, ...] = (
        negative=("--no-ui-mcp-proxy", "--no-webui-mcp-proxy"), env="LLAMA_ARG_UI_MCP_PROXY",
        help="/cors-proxy?url=... forwards GET and POST (only x-llama-server-proxy-header-* "
             "headers go along); do not enable where untrusted clients reach the server"),
-    _refused("--tools", "tools", "TOOL1,TOOL2,...", _AGENT, env="LLAMA_ARG_TOOLS"),
-    _refused("--tools-runtime", "tools_runtime", "OPTION", _AGENT),
-    _refused("--mcp-servers-config", "mcp_servers_config", "PATH", _AGENT),
-    _refused("--mcp-servers-json", "mcp_servers_json", "JSON", _AGENT),
-    _refused("-ag --agent", "agent", None, _AGENT, negative=("-no-ag", "--no-agent")),
+    _f("--tools", "tools", "TOOL1,TOOL2,...", env="LLAMA_ARG_TOOLS",
+       help="llama-server's built-in agent tools at /tools ('all', or read_file, "
+            "file_glob_search, grep_search, exec_shell_command, write_file, edit_file, "
+            "get_info); do not enable where untrusted clients reach the server"),
+    _f("--tools-runtime", "tools_runtime", "OPTION", env="LLAMA_ARG_TOOLS_RUNTIME",
+       help="run the tools in an isolate: docker:IMAGE, podman:IMAGE, "
+            "docker-container:ID, podman-container:ID or ssh:TARGET"),
+    _f("--mcp-servers-config", "mcp_servers_config", "PATH",
+       env="LLAMA_ARG_MCP_SERVERS_CONFIG",
+       help="a JSON file of MCP servers (Cursor's format) whose tools /tools serves"),
+    _f("--mcp-servers-json", "mcp_servers_json", "JSON", env="LLAMA_ARG_MCP_SERVERS_JSON",
+       help="MCP servers as inline JSON (Cursor's format)"),
+    _f("-ag --agent", "agent", None, negative=("-no-ag", "--no-agent"), env="LLAMA_ARG_AGENT",
+       help="every built-in tool and the CORS proxy (--tools all --ui-mcp-proxy)"),
     _f("--ui --webui", "ui", None, default=True, negative=("--no-ui", "--no-webui"),
        env="LLAMA_ARG_UI", help="a small chat page at / (default: on)"),
     _f("--embedding --embeddings", "embeddings", None, env="LLAMA_ARG_EMBEDDINGS",
@@ -742,6 +751,11 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
     if args.device:
         devices = [] if args.device == "none" else list(_split(args.device))
     tensor_split = [float(x) for x in _split(args.tensor_split)] or None
+    # --agent is --tools all with the CORS proxy; --no-agent turns both off.
+    tools = ("all",) if args.agent else () if args.agent is False else _split(args.tools)
+    agentic = bool(tools or args.mcp_servers_config or args.mcp_servers_json)
+    # As llama-server: tools or MCP servers keep CORS to local origins unless told.
+    cors_origins = args.cors_origins or ("localhost" if agentic else "*")
     load: dict[str, Any] = {
         **_load_mode(args.load_mode),
         "split_mode": args.split_mode,
@@ -788,7 +802,11 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         props_endpoint=args.props,
         spm_infill=args.spm_infill,
         prefill_assistant=args.prefill_assistant,
-        ui_mcp_proxy=bool(args.ui_mcp_proxy),
+        ui_mcp_proxy=bool(args.ui_mcp_proxy) if args.agent is None else args.agent,
+        tools=tools,
+        tools_runtime=args.tools_runtime or "",
+        mcp_servers_config=args.mcp_servers_config or "",
+        mcp_servers_json=args.mcp_servers_json or "",
         sleep_idle_seconds=args.sleep_idle_seconds,
         lora=_loras(args.lora, args.lora_scaled),
         lora_init_without_apply=args.lora_init_without_apply,
@@ -803,7 +821,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         verbose=args.verbose,
         ui=args.ui,
         api_prefix=args.api_prefix.rstrip("/"),
-        cors_origins=args.cors_origins,
+        cors_origins=cors_origins,
         cors_methods=args.cors_methods,
         cors_headers=args.cors_headers,
         cors_credentials=args.cors_credentials,

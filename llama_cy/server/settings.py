@@ -60,6 +60,10 @@ class ServerSettings:
     spm_infill: bool = False
     prefill_assistant: bool = True
     ui_mcp_proxy: bool = False
+    tools: tuple[str, ...] = ()  #: --tools: llama-server's agent tools ("all" or names)
+    tools_runtime: str = ""
+    mcp_servers_config: str = ""
+    mcp_servers_json: str = ""
     sleep_idle_seconds: float = -1.0
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = False
