@@ -1,8 +1,6 @@
 from collections.abc import Iterable, Mapping
 from typing import Self, final
 
-from typing_extensions import disjoint_base
-
 from llama_cy._handle import Handle
 from llama_cy.errors import LlamaError
 
@@ -10,10 +8,10 @@ class ToolsError(LlamaError):
     """llama-server would refuse to start with these tools or MCP servers."""
 
 @final
-@disjoint_base
 class ToolResponse:
     """One answer of ``/tools``: a body, or a stream read with ``next_chunk()``."""
 
+    def __init__(self, *args: object, **kwargs: object) -> None: ...
     @property
     def status(self) -> int: ...
     @property
@@ -26,7 +24,6 @@ class ToolResponse:
     def close(self) -> None: ...
 
 @final
-@disjoint_base
 class ServerTools(Handle):
     """llama-server's agent tools and MCP servers."""
 
