@@ -17,6 +17,10 @@ cdef class LlamaSampler(Handle):
     # Reused candidate array (n_vocab entries) for sample(): no allocation per token.
     cdef llama_token_data *_cur
     cdef int _cur_cap
+    # What the chain left of _cur at the last sample() (llama-server's post-sampling
+    # probabilities): its first entry and size; 0 after the greedy shortcut.
+    cdef llama_token_data *_last
+    cdef size_t _last_size
     # The vocabulary size of the samplers that index by token id (0: none does): ids
     # given to accept/allows/apply are checked against it before llama.cpp sees them.
     cdef int _n_vocab
@@ -24,7 +28,7 @@ cdef class LlamaSampler(Handle):
     cdef int _raise_pending(self) except -1
     cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1
     cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
-                             LlamaSampler grammar) except -1
+                             LlamaSampler grammar, bint full) except -1
     cdef int _check_token(self, llama_token token) except -1
     cdef void _dispose(self) noexcept
 

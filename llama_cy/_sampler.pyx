@@ -6,7 +6,7 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 from libc.stdint cimport int32_t, uint32_t
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memmove, memset, strcmp
+from libc.string cimport memcpy, memmove, memset, strcmp
 
 from llama_cy._c cimport llama as c
 from llama_cy._handle cimport Handle
@@ -214,6 +214,8 @@ cdef class LlamaSampler(Handle):
         self.ptr = NULL
         self._cur = NULL
         self._cur_cap = 0
+        self._last = NULL
+        self._last_size = 0
 
     def __init__(self):
         raise TypeError("use a constructor such as LlamaSampler.greedy() or LlamaSampler.chain([...])")
@@ -245,13 +247,16 @@ cdef class LlamaSampler(Handle):
     # ---- use ----------------------------------------------------------------------
 
     def sample(self, LlamaContext ctx not None, int32_t idx=-1, *, bint accept=True,
-               LlamaSampler grammar=None):
+               LlamaSampler grammar=None, bint candidates=False):
         """Pick a token from the logits of batch entry ``idx`` (and accept it).
 
         With ``grammar`` (a grammar sampler kept outside this chain) the pick is made as
         llama.cpp's common sampler makes it: the chain picks freely, and only when the
         grammar rejects that token is the grammar applied to the whole vocabulary and
         the chain run again. Both samplers accept the token.
+
+        ``candidates=True`` runs the chain over a candidate array even where a lone
+        greedy sampler needs none, so that :meth:`candidates` has it afterwards.
         """
         if grammar is self:
             raise ValueError("grammar= must be a sampler other than this one")
@@ -262,7 +267,7 @@ cdef class LlamaSampler(Handle):
             try:
                 ctx._lock_acquire()  # no decode moves the logits, no close frees them
                 try:
-                    return self._sample(ctx, idx, accept, grammar)
+                    return self._sample(ctx, idx, accept, grammar, candidates)
                 finally:
                     ctx._lock_release()
             finally:
@@ -272,13 +277,14 @@ cdef class LlamaSampler(Handle):
             self._release()
 
     cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
-                             LlamaSampler grammar) except -1:
+                             LlamaSampler grammar, bint full) except -1:
         cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
         if logits == NULL:
             raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
         cdef llama_token token
         cdef int n_vocab = ctx.n_vocab
-        if self._greedy_only:
+        self._last_size = 0
+        if self._greedy_only and not full:
             with nogil:
                 token = _argmax(logits, n_vocab)
         else:
@@ -338,7 +344,23 @@ cdef class LlamaSampler(Handle):
         if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
             raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
                              "greedy(), dist(), mirostat() or mirostat_v2()")
+        self._last = cur_p.data
+        self._last_size = cur_p.size
         return cur_p.data[cur_p.selected].id
+
+    def candidates(self):
+        """What the chain left of the vocabulary at the last :meth:`sample`: a copy, as a
+        ``CANDIDATE_DTYPE`` array sorted by probability (``p``, as the chain's last
+        stage set it), most likely first; llama-server's post-sampling probabilities.
+        Empty before any sample, and after a greedy pick made without the array (pass
+        ``candidates=True`` to :meth:`sample`)."""
+        self._ensure_alive()
+        cdef size_t n = self._last_size
+        out = np.empty(n, dtype=CANDIDATE_DTYPE)
+        cdef unsigned char[::1] raw = out.view(np.uint8)
+        if n:
+            memcpy(&raw[0], self._last, n * sizeof(llama_token_data))
+        return out[np.argsort(-out["p"], kind="stable")]
 
     cdef int _check_token(self, llama_token token) except -1:
         if token < 0 or (self._n_vocab > 0 and token >= self._n_vocab):

@@ -47,8 +47,10 @@ class Job:
 
     ``max_tokens`` of None (or <= 0) runs until the model stops or the context is full.
     ``n_logprobs`` of None computes no log-probabilities; N >= 0 computes each token's
-    and the N best alternatives'. ``tool_calls``: the output is to be parsed for tool
-    calls (what the caller does with the text, not how it is sampled).
+    and the N best alternatives': the model's, or with ``post_sampling_probs`` those of
+    the distribution the sampler chain left (llama-server's field). ``tool_calls``: the
+    output is to be parsed for tool calls (what the caller does with the text, not how
+    it is sampled).
     """
 
     tokens: list[int]
@@ -64,6 +66,8 @@ class Job:
     timings_per_token: bool = False
     #: chunks report the prompt's progress while it is decoded (``return_progress``)
     progress: bool = False
+    #: logprobs from the sampler chain's candidates, not the raw logits
+    post_sampling_probs: bool = False
 
 
 class Sequence:
@@ -236,8 +240,9 @@ class Sequence:
         ctx = self.ctx
         if self.token < 0:  # the prompt is in: generation starts
             self.t_prompt = time.perf_counter()
-        token = chain.sample(ctx, self.i_batch, grammar=self.grammar)
-        out = gen.add(ctx, token, self.i_batch)
+        post = job.post_sampling_probs and job.n_logprobs is not None
+        token = chain.sample(ctx, self.i_batch, grammar=self.grammar, candidates=post)
+        out = gen.add(ctx, token, self.i_batch, chain.candidates() if post else None)
         if gen.reason is None and job.stopping_criteria:
             ids = np.asarray(job.tokens + gen.generated, dtype=np.intc)
             logits = ctx.logits(self.i_batch)

@@ -13,10 +13,14 @@ import codecs
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.completion import CompletionChunk, StopReason, Timings, TokenLogprob
+
+#: a sampler chain's candidates (``llama_cy.CANDIDATE_DTYPE``: id, logit, p)
+Candidates = npt.NDArray[np.void]
 
 __all__ = ["Generation", "TextAssembler"]
 
@@ -121,8 +125,11 @@ class Generation:
         self._tokens: list[int] = []
         self._logprobs: list[TokenLogprob] | None = [] if n_logprobs is not None else None
 
-    def add(self, ctx: LlamaContext, token: int, i: int = -1) -> str:
-        """Take the token sampled from output row ``i``; the text that can be shown now."""
+    def add(
+        self, ctx: LlamaContext, token: int, i: int = -1, candidates: Candidates | None = None
+    ) -> str:
+        """Take the token sampled from output row ``i``; the text that can be shown now.
+        With ``candidates`` (what the sampler chain left), logprobs are theirs."""
         if self.model.is_eog(token):
             self.reason = "eog"
             return ""
@@ -131,8 +138,11 @@ class Generation:
         piece = self.model.token_to_piece(token, special=True)
         if self._logprobs is not None:
             offset = self.text.emitted + len(self.text.pending)
+            n_top = self.n_logprobs or 0
             self._logprobs.append(
-                token_logprob(ctx, self.model, token, piece, self.n_logprobs or 0, offset, i)
+                token_logprob(ctx, self.model, token, piece, n_top, offset, i)
+                if candidates is None
+                else sampled_logprob(candidates, self.model, token, piece, n_top, offset)
             )
         out = self.text.push(piece)
         if self.text.stop is not None:
@@ -181,3 +191,20 @@ def token_logprob(
             for t in best
         )
     return TokenLogprob(token, piece, float(logits[token]) - lse, top, offset)
+
+
+def sampled_logprob(
+    candidates: Candidates, model: LlamaModel, token: int, piece: bytes, n_top: int, offset: int
+) -> TokenLogprob:
+    """``token``'s log-probability among the sampler chain's ``candidates`` (sorted, most
+    likely first), and the ``n_top`` best with a probability above 0: llama-server's
+    post-sampling probabilities."""
+    with np.errstate(divide="ignore"):
+        logp = np.log(candidates["p"].astype(np.float64))
+    hit = np.flatnonzero(candidates["id"] == token)
+    top = tuple(
+        (int(t), model.token_to_piece(int(t), special=True), float(lp))
+        for t, lp in zip(candidates["id"][:n_top], logp[:n_top], strict=True)
+        if lp > -np.inf
+    )
+    return TokenLogprob(token, piece, float(logp[hit[0]]) if hit.size else -np.inf, top, offset)

@@ -164,6 +164,26 @@ def test_greedy_selects_the_argmax(ctx: lc.LlamaContext) -> None:
     assert {s.sample(ctx) for s in fast} == {slow.sample(ctx)}
 
 
+def test_candidates_are_what_the_chain_left(ctx: lc.LlamaContext) -> None:
+    chain = S.chain([S.top_k(3), S.temp(1.0), S.dist(seed=5)])
+    assert len(chain.candidates()) == 0  # nothing sampled yet
+    token = chain.sample(ctx)
+    cands = chain.candidates()
+    assert cands.dtype == lc.CANDIDATE_DTYPE
+    logits = raw_logits(ctx)
+    assert set(cands["id"].tolist()) == set(np.argsort(-logits)[:3].tolist())
+    assert token in cands["id"]
+    assert list(cands["p"]) == sorted(cands["p"], reverse=True)
+    expected = softmax(np.sort(logits)[::-1][:3].copy())
+    assert np.allclose(cands["p"], expected, atol=1e-5)
+    # a lone greedy sampler picks without the array, unless asked to keep it
+    greedy = S.greedy()
+    first = greedy.sample(ctx)
+    assert len(greedy.candidates()) == 0
+    assert greedy.sample(ctx, candidates=True) == first
+    assert len(greedy.candidates()) == ctx.n_vocab
+
+
 @pytest.mark.parametrize(
     ("rows", "winners"),
     [

@@ -331,7 +331,7 @@ class Server:
         model: one is served (as llama-server, which answers whatever name is asked)."""
         raw = schema.parse(await request.body())
         if isinstance(raw, dict):
-            schema.refuse_unsupported(raw)
+            schema.refuse_unsupported(raw, fields)
         body = schema.check(raw, fields, required)
         stop = body.get("stop")
         if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):

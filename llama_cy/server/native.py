@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -331,37 +333,32 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     n_probs = body.get("n_probs", 0)
     if n_probs < 0:
         raise ApiError(400, "n_probs must be >= 0", param="n_probs")
-    if body.get("post_sampling_probs"):
-        raise ApiError(
-            400,
-            "post_sampling_probs is not supported here: probabilities are the model's, "
-            "before sampling",
-            param="post_sampling_probs",
-        )
-    return server.preparer.completion(
+    job = server.preparer.completion(
         tokens,
         max_tokens=body.get("n_predict", body.get("max_tokens")),
         stop=body.get("stop"),
         logprobs=n_probs if n_probs > 0 else None,
         **sampling,
     )
+    # llama-server's probabilities of the distribution the sampler chain left
+    return replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
 
 
-def probabilities(lps: list[TokenLogprob]) -> list[dict[str, Any]]:
-    """llama-server's ``completion_probabilities``."""
+def probabilities(lps: list[TokenLogprob], post_sampling: bool) -> list[dict[str, Any]]:
+    """llama-server's ``completion_probabilities``: log-probabilities, or post-sampling
+    probabilities (``prob``, ``top_probs``)."""
 
     def one(token: int, piece: bytes, logprob: float) -> dict[str, Any]:
+        value = math.exp(logprob) if post_sampling else logprob
         return {
             "id": token,
             "token": piece.decode("utf-8", "ignore"),
             "bytes": list(piece),
-            "logprob": logprob,
+            "prob" if post_sampling else "logprob": value,
         }
 
-    return [
-        {**one(lp.token, lp.piece, lp.logprob), "top_logprobs": [one(*t) for t in lp.top]}
-        for lp in lps
-    ]
+    top = "top_probs" if post_sampling else "top_logprobs"
+    return [{**one(lp.token, lp.piece, lp.logprob), top: [one(*t) for t in lp.top]} for lp in lps]
 
 
 def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -373,7 +370,7 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
         "max_tokens": job.max_tokens if job.max_tokens is not None else -1,
         "stream": bool(body.get("stream")),
         "n_probs": job.n_logprobs or 0,
-        "post_sampling_probs": False,
+        "post_sampling_probs": job.post_sampling_probs,
         "stop": list(job.stop),
         "ignore_eos": bool(body.get("ignore_eos")),
         "n_keep": server.settings.keep,
@@ -428,7 +425,7 @@ class NativeShaper(Shaper):
             "tokens_evaluated": len(self.job.tokens),
         }
         if chunk.logprobs:
-            out["completion_probabilities"] = probabilities(chunk.logprobs)
+            out["completion_probabilities"] = self._probabilities(chunk.logprobs)
         if chunk.timings is not None and (self.per_token or chunk.stop_reason is None):
             out["timings"] = chunk.timings.as_dict()
         if chunk.progress is not None:
@@ -450,8 +447,11 @@ class NativeShaper(Shaper):
         tokens = done.tokens if self.return_tokens else []
         out = self._final(done.text, tokens, done.stop_reason, done.stop, done.timings)
         if done.logprobs:
-            out["completion_probabilities"] = probabilities(done.logprobs)
+            out["completion_probabilities"] = self._probabilities(done.logprobs)
         return _pick(out, self.fields) if self.fields else out
+
+    def _probabilities(self, lps: list[TokenLogprob]) -> list[dict[str, Any]]:
+        return probabilities(lps, self.job.post_sampling_probs)
 
     def _final(
         self, text: str, tokens: list[int], reason: str, stop: str | None, timings: Timings

@@ -100,10 +100,13 @@ UNSUPPORTED: dict[str, Any] = {
 }
 
 
-def refuse_unsupported(body: Mapping[str, Any]) -> None:
-    """400 for a llama-server field that asks for what is not built here."""
+def refuse_unsupported(
+    body: Mapping[str, Any], fields: Mapping[str, tuple[type, ...]] | None = None
+) -> None:
+    """400 for a llama-server field that asks for what is not built here (on this
+    endpoint: a field in ``fields`` is honoured by it)."""
     for name, off in UNSUPPORTED.items():
-        if name in body and body[name] != off:
+        if name in body and body[name] != off and name not in (fields or {}):
             raise ApiError(400, f"'{name}' is not supported by llama-cy serve (yet)", param=name)
     for name in body:
         if name.startswith("speculative."):
@@ -152,6 +155,7 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     "json_schema": _DICT + _NULL,
     "logit_bias": _DICT + _LIST + _NULL,
     "return_tokens": _BOOL + _NULL,
+    "post_sampling_probs": _BOOL + _NULL,
 }
 
 #: llama.cpp's /infill
