@@ -2,5 +2,6 @@
 
 CMAKE_ARGS: list[str]
 GPU: str
+LIBRARIES: dict[str, str]
 LLAMA_CPP_BUILD: str
 VERSION: str

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TypedDict
 
 import llama_cy
+from llama_cy import _build_config
 
 SOURCE = Path(__file__).resolve().parent / "reference" / "llama_loop.cpp"
-LIBRARIES = ("libllama.so.0", "libggml.so.0", "libggml-base.so.0")
+LIBRARIES = tuple(_build_config.LIBRARIES[t] for t in ("llama", "ggml", "ggml-base"))
 
 
 class ReferenceResult(TypedDict):

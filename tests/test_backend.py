@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import llama_cy
-from llama_cy._build_config import CMAKE_ARGS
+from llama_cy._build_config import CMAKE_ARGS, LIBRARIES
 
 
 def test_versions_come_from_their_one_place() -> None:
@@ -82,7 +82,7 @@ class _GGUFInitParams(ctypes.Structure):
 
 def _ggml_logs_an_error(path: Path) -> None:
     """Ask ggml (in the same process, same libraries) to parse a broken GGUF file."""
-    ggml_base = ctypes.CDLL(os.path.join(llama_cy.get_lib_dir(), "libggml-base.so.0"))
+    ggml_base = ctypes.CDLL(os.path.join(llama_cy.get_lib_dir(), LIBRARIES["ggml-base"]))
     ggml_base.gguf_init_from_file.restype = ctypes.c_void_p
     ggml_base.gguf_init_from_file.argtypes = [ctypes.c_char_p, _GGUFInitParams]
     assert ggml_base.gguf_init_from_file(os.fsencode(path), _GGUFInitParams(True, None)) is None

@@ -11,6 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import llama_cy
+from llama_cy._build_config import LIBRARIES
 
 DOWNSTREAM = """
 from llama_cy._c cimport llama
@@ -56,7 +57,7 @@ def test_downstream_pyx_cimports_and_links(tmp_path: Path) -> None:
             sysconfig.get_paths()["include"],
             "-I",
             llama_cy.get_include(),
-            os.path.join(lib_dir, "libllama.so.0"),
+            os.path.join(lib_dir, LIBRARIES["llama"]),
             f"-Wl,-rpath,{lib_dir}",
         ],
         cwd=tmp_path,

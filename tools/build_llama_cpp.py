@@ -26,7 +26,6 @@ from pathlib import Path
 
 # Each shared object finds the others in its own folder, in the build and installed.
 RPATH = "@loader_path" if sys.platform == "darwin" else "$ORIGIN"
-PLUGIN_PREFIX = "libggml-"
 
 
 def configure(source: Path, build: Path, args: list[str]) -> None:
@@ -59,8 +58,14 @@ def configure(source: Path, build: Path, args: list[str]) -> None:
 
 
 def _target(output: str) -> str:
-    """The CMake target behind an output file: libggml-cpu.so -> ggml-cpu."""
+    """The CMake target behind an output file: libggml-cpu.so (ggml-cpu.dll) -> ggml-cpu."""
     return output.removeprefix("lib").split(".", 1)[0]
+
+
+def _is_plugin(name: str) -> bool:
+    """A ggml backend plugin (libggml-cpu.so, ggml-cuda.dll), not ggml or ggml-base."""
+    target = _target(name)
+    return target.startswith("ggml-") and target != "ggml-base"
 
 
 def main() -> None:
@@ -80,11 +85,12 @@ def main() -> None:
     )
 
     bin_dir = build / "bin"
-    built_plugins = {p.name for p in bin_dir.glob(PLUGIN_PREFIX + "*") if not p.is_symlink()}
-    built_plugins -= {n for n in built_plugins if n.startswith("libggml-base")}
-    expected = {
-        o for o in outputs if o.startswith(PLUGIN_PREFIX) and not o.startswith("libggml-base")
+    built_plugins = {
+        p.name
+        for p in bin_dir.iterdir()
+        if _is_plugin(p.name) and p.suffix in (".so", ".dll") and not p.is_symlink()
     }
+    expected = {o for o in outputs if _is_plugin(o)}
     if built_plugins != expected:
         # meson.build lists the plugins by hand; fail loudly instead of shipping a partial set.
         sys.exit(
