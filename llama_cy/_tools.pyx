@@ -166,9 +166,11 @@ cdef class ServerTools(Handle):
         try:
             with nogil:
                 call = tools_get(self.ptr)
+            # The answer counts as a user before this call stops being one: a close()
+            # from another thread meanwhile must not free what a stream still uses.
+            return ToolResponse._from(self, call)
         finally:
             self._release()
-        return ToolResponse._from(self, call)
 
     def post(self, bytes body not None, headers=None):
         """``POST /tools``: run one tool (``{"tool", "params", "stream"}``), with the
@@ -183,6 +185,8 @@ cdef class ServerTools(Handle):
         try:
             with nogil:
                 call = tools_post(self.ptr, c_headers, c_body)
+            # The answer counts as a user before this call stops being one: a close()
+            # from another thread meanwhile must not free what a stream still uses.
+            return ToolResponse._from(self, call)
         finally:
             self._release()
-        return ToolResponse._from(self, call)

@@ -20,6 +20,7 @@ from tiny_model import write_tiny_llama
 
 from llama_cy import cli
 from llama_cy._tools import ServerTools, ToolsError
+from llama_cy.errors import ClosedError
 from llama_cy.server.flags import settings_from_args
 
 # An MCP server over stdio: echo(message), add(a, b) and sleep(seconds).
@@ -228,3 +229,22 @@ def test_mcp_config_file_and_shutdown_ends_a_call_in_flight(mcp_json: str, tmp_p
     finally:
         tools.close()
     assert tools.closed
+
+
+def test_a_stream_outlives_close() -> None:
+    """close() while a streamed tool runs: the stream is a user, so it finishes on live
+    memory and the tools are freed after it."""
+    tools = ServerTools(["exec_shell_command"])
+    call = {"tool": "exec_shell_command", "params": {"command": "sleep 0.5; echo late"}}
+    answer = tools.post(json.dumps({**call, "stream": True}).encode())
+    assert answer.stream
+    tools.close()
+    assert tools.closed
+    chunks = []
+    while (chunk := answer.next_chunk()) is not None:
+        chunks.append(chunk)
+    events = sse_events(b"".join(chunks).splitlines())
+    assert "late" in "".join(e.get("chunk", "") for e in events)
+    assert events[-1]["done"] is True
+    with pytest.raises(ClosedError):
+        tools.get()
