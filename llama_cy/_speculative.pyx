@@ -1,0 +1,311 @@
+"""Speculator: llama.cpp's speculative drafting (``common_speculative``, as llama-server runs it).
+
+A speculator proposes the next few tokens of a sequence cheaply: from a smaller draft
+model (``draft-simple``) or from n-grams of the sequence's own history (``ngram-simple``,
+``ngram-map-k``, ``ngram-map-k4v``, ``ngram-mod``, ``ngram-cache``). The caller decodes
+its last sampled token and the draft in one batch of the target model, samples each
+output row in turn while the samples match the draft, and keeps that prefix: the output
+is what decoding one token at a time would give, in fewer decodes.
+"""
+
+import json
+
+cimport cython
+import numpy as np
+
+from libc.stdint cimport int32_t, uint32_t
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+from llama_cy._c.llama cimport llama_batch, llama_context, llama_pos, llama_token
+from llama_cy._batch cimport LlamaBatch
+from llama_cy._context cimport LlamaContext
+from llama_cy._handle cimport Handle
+from llama_cy._model cimport LlamaModel
+
+from llama_cy.errors import LlamaError
+
+
+cdef extern from "_speculative_shim.h" namespace "lcy" nogil:
+    cdef cppclass Speculative:
+        Speculative(const string &config, llama_context *tgt, llama_context *dft,
+                    uint32_t n_seq) except +
+        int32_t n_max()
+        string types() except +
+        const vector[double] &synth_probs()
+        void begin(int32_t seq, const llama_token *tokens, size_t n) except +
+        void process(const llama_batch &b) except +
+        void request(int32_t seq, int32_t n_max, llama_pos pos, llama_token id_last,
+                     const llama_token *tokens, size_t n, float temp, uint32_t seed) except +
+        void draft() except +
+        const vector[llama_token] &get_result(int32_t seq) except +
+        void accept(int32_t seq, int32_t n) except +
+
+
+# The types llama_cy runs: the draft-model one and the n-gram ones (draft-eagle3, -mtp,
+# -dflash and -dspark read the target's hidden states through contexts built for them).
+SPEC_TYPES = ("draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod",
+              "ngram-cache")
+
+
+cdef const llama_token *_tokens(const int32_t[::1] view) noexcept:
+    return &view[0] if view.shape[0] > 0 else NULL
+
+
+@cython.final
+@cython.no_gc_clear  # _dispose closes the draft context it owns
+cdef class Speculator(Handle):
+    """Drafting for the sequences of ``target`` (one state per sequence id).
+
+    ``types``: one llama-server ``--spec-type`` name or several (comma-separated or a
+    sequence; llama.cpp tries them in its own order of preference); default
+    ``draft-simple`` with a ``draft_model``, else ``ngram-simple``. ``draft_model``: a
+    :class:`~llama_cy.LlamaModel` with the target's vocabulary; the speculator makes its
+    own context on it, sized as ``target`` (``draft_context`` adds
+    :class:`~llama_cy.LlamaContext` keywords, such as ``type_k`` or ``n_threads``).
+
+    ``n_max``/``n_min``/``p_min`` are llama-server's ``--spec-draft-n-max``/``-n-min``/
+    ``-p-min`` (the most and fewest tokens a draft model proposes, and the probability
+    under which it stops). ``ngram_simple``, ``ngram_map_k``, ``ngram_map_k4v`` take
+    ``{"size_n", "size_m", "min_hits"}``, ``ngram_mod`` ``{"n_match", "n_min", "n_max"}``,
+    ``ngram_cache`` ``{"static", "dynamic"}`` (lookup-cache files). ``synth_len`` and
+    ``synth_rates`` are llama-server's synthetic acceptance (benchmarking: see
+    :attr:`synth_probs`). Defaults are llama.cpp's.
+
+    One generation on sequence ``s``: :meth:`begin` with its prompt; each step
+    :meth:`draft` (or :meth:`request` for several sequences, then :meth:`draft_all` and
+    :meth:`result`), decode the draft, :meth:`accept` what matched. With a draft model,
+    every batch the target decodes goes through :meth:`process` too, and a cut of the
+    target's cache is made with :meth:`seq_rm` as well: the draft context holds what the
+    target holds.
+    """
+
+    cdef Speculative *ptr
+    cdef readonly LlamaContext target
+    cdef LlamaContext _draft
+    cdef readonly int n_seq
+
+    def __cinit__(self, LlamaContext target not None, types=None, *,
+                  LlamaModel draft_model=None, dict draft_context=None, n_max=None,
+                  n_min=None, p_min=None, ngram_simple=None, ngram_map_k=None,
+                  ngram_map_k4v=None, ngram_mod=None, ngram_cache=None, synth_len=None,
+                  synth_rates=None):
+        self.ptr = NULL
+        target._ensure_alive()
+        if types is None:
+            names = ["draft-simple" if draft_model is not None else "ngram-simple"]
+        elif isinstance(types, str):
+            names = [t.strip() for t in types.split(",") if t.strip()]
+        else:
+            names = [str(t) for t in types]
+        if not names:
+            raise ValueError("no speculative type given")
+        for name in names:
+            if name not in SPEC_TYPES:
+                raise ValueError(f"unknown or unsupported speculative type {name!r}; "
+                                 f"expected one of {', '.join(SPEC_TYPES)}")
+        if draft_model is not None and "draft-simple" not in names:
+            raise ValueError("a draft model is used by the draft-simple type only; "
+                             f"the types given are {', '.join(names)}")
+        config = {"types": names}
+        for key, value in (("n_max", n_max), ("n_min", n_min)):
+            if value is not None:
+                config[key] = int(value)
+        if p_min is not None:
+            if not 0.0 <= float(p_min) <= 1.0:
+                raise ValueError(f"p_min must be in [0, 1], got {p_min}")
+            config["p_min"] = float(p_min)
+        for key, value in (("ngram_simple", ngram_simple), ("ngram_map_k", ngram_map_k),
+                           ("ngram_map_k4v", ngram_map_k4v), ("ngram_mod", ngram_mod)):
+            if value is not None:
+                config[key] = {k: int(v) for k, v in dict(value).items()}
+        if ngram_cache is not None:
+            config["ngram_cache"] = {k: str(v) for k, v in dict(ngram_cache).items()}
+        if synth_len is not None:
+            config["synth_len"] = float(synth_len)
+        if synth_rates is not None:
+            config["synth_rates"] = [float(r) for r in synth_rates]
+        cdef LlamaContext draft = None
+        if draft_model is not None:
+            kwargs = dict(n_ctx=target.n_ctx, n_batch=target.n_batch, n_ubatch=target.n_ubatch,
+                          n_seq_max=target.n_seq_max)
+            kwargs.update(draft_context or {})
+            draft = LlamaContext(draft_model, **kwargs)
+            if draft.n_ctx_seq < target.n_ctx_seq or draft.n_batch < target.n_batch:
+                draft.close()
+                raise ValueError("the draft context must hold as much per sequence, and "
+                                 "take batches as large, as the target's")
+        cdef string c_config = json.dumps(config).encode()
+        cdef llama_context *dft = draft.ptr if draft is not None else NULL
+        try:
+            with nogil:
+                self.ptr = new Speculative(c_config, target.ptr, dft, <uint32_t>target.n_seq_max)
+        except Exception as exc:
+            if draft is not None:
+                draft.close()
+            raise ValueError(f"speculative decoding: {exc}") from None
+        self.target = target
+        self._draft = draft
+        self.n_seq = target.n_seq_max
+        self._closed = False
+
+    def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        cdef Speculative *p = self.ptr
+        self.ptr = NULL
+        if p != NULL:
+            del p
+        if self._draft is not None:
+            self._draft._free()
+            self._draft = None
+
+    def __repr__(self):
+        if self._closed:
+            return "<Speculator closed>"
+        return f"<Speculator types={self.types!r} n_max={self.n_max}>"
+
+    # ---- what it is -------------------------------------------------------------
+
+    @property
+    def types(self):
+        """The types in use, comma-separated (llama-server's ``speculative.types``)."""
+        self._ensure_alive()
+        return self.ptr.types().decode()
+
+    @property
+    def n_max(self):
+        """The most tokens one draft can hold."""
+        self._ensure_alive()
+        return self.ptr.n_max()
+
+    @property
+    def has_draft_model(self):
+        self._ensure_alive()
+        return self._draft is not None
+
+    @property
+    def synth_probs(self):
+        """Synthetic acceptance (``synth_len``/``synth_rates``): the probability that draft
+        token ``i`` is accepted given that the ones before it were, whatever the target
+        samples. Empty when off. It makes throughput measurable at a chosen acceptance
+        rate; the text it gives is not the model's."""
+        self._ensure_alive()
+        return tuple(self.ptr.synth_probs())
+
+    # ---- one generation ------------------------------------------------------------
+
+    cdef int _check_seq(self, int seq_id) except -1:
+        if not 0 <= seq_id < self.n_seq:
+            raise ValueError(f"seq_id {seq_id} is out of range [0, {self.n_seq})")
+        return 0
+
+    def begin(self, tokens, int seq_id=0):
+        """A new generation on ``seq_id``, whose prompt is ``tokens``."""
+        self._ensure_alive()
+        self._check_seq(seq_id)
+        cdef const int32_t[::1] toks = self.target.model._token_array(tokens)
+        self.ptr.begin(seq_id, _tokens(toks), toks.shape[0])
+
+    def process(self, LlamaBatch batch not None):
+        """Decode ``batch``, which the target has just decoded, into the draft context
+        (nothing to do without a draft model). Raises if the draft model fails on it."""
+        self._ensure_alive()
+        if self._draft is None:
+            return
+        batch._ensure_alive()
+        if batch.embd:
+            raise ValueError("speculative decoding takes batches of tokens, not embeddings")
+        self._draft._lock_acquire()
+        batch._acquire()
+        try:
+            with nogil:
+                self.ptr.process(batch.batch)
+        except RuntimeError as exc:
+            raise LlamaError(str(exc)) from None
+        finally:
+            batch._release()
+            self._draft._lock_release()
+
+    def request(self, tokens, int last, int seq_id=0, *, n_max=None, pos=None,
+                float temp=1.0, uint32_t seed=0xFFFFFFFF):
+        """Ask for a draft on ``seq_id`` that follows ``last``: the token just sampled and
+        not yet decoded, at position ``pos`` (default ``len(tokens)``), after ``tokens``
+        (what the sequence holds). At most ``n_max`` tokens (default: :attr:`n_max`).
+        :meth:`draft_all` drafts for every requested sequence."""
+        self._ensure_alive()
+        self._check_seq(seq_id)
+        self.target.model._check_token(last)
+        cdef const int32_t[::1] toks = self.target.model._token_array(tokens)
+        cdef int limit = self.ptr.n_max() if n_max is None else n_max
+        if limit < 1:
+            raise ValueError(f"n_max must be at least 1, got {limit}")
+        cdef llama_pos p = toks.shape[0] if pos is None else pos
+        if p < 0:
+            raise ValueError(f"pos must be >= 0, got {p}")
+        self.ptr.request(seq_id, limit, p, last, _tokens(toks), toks.shape[0], temp, seed)
+
+    def draft_all(self):
+        """Draft for every sequence given to :meth:`request` since the last call."""
+        self._ensure_alive()
+        if self._draft is None:
+            self.ptr.draft()
+            return
+        self._draft._lock_acquire()
+        try:
+            with nogil:
+                self.ptr.draft()
+        finally:
+            self._draft._lock_release()
+
+    def result(self, int seq_id=0):
+        """The last draft of ``seq_id`` (int32 array, possibly empty)."""
+        self._ensure_alive()
+        self._check_seq(seq_id)
+        cdef const vector[llama_token] *r = &self.ptr.get_result(seq_id)
+        out = np.empty(r.size(), dtype=np.intc)
+        cdef int32_t[::1] view = out
+        cdef size_t i
+        for i in range(r.size()):
+            view[i] = r[0][i]
+        return out
+
+    def draft(self, tokens, int seq_id=0, *, n_max=None):
+        """A draft that continues ``tokens`` (everything so far; the last one sampled and
+        not yet decoded) on ``seq_id``: an int32 array of at most ``n_max`` tokens, empty
+        when nothing is proposed. Then :meth:`accept` how many of them the target kept."""
+        toks = self.target.model._token_array(tokens)
+        if len(toks) == 0:
+            raise ValueError("draft() needs at least the last sampled token")
+        self.request(toks[:-1], int(toks[-1]), seq_id, n_max=n_max)
+        self.draft_all()
+        return self.result(seq_id)
+
+    def accept(self, int n, int seq_id=0):
+        """The target kept the first ``n`` tokens of the last draft of ``seq_id``."""
+        self._ensure_alive()
+        self._check_seq(seq_id)
+        self.ptr.accept(seq_id, n)
+
+    # ---- the draft context's cache --------------------------------------------------
+
+    def seq_rm(self, int seq_id, int p0=-1, int p1=-1):
+        """Drop positions [p0, p1) of ``seq_id`` (-1: all) from the draft context, as
+        the caller drops them from the target's. Nothing to do without a draft model."""
+        self._ensure_alive()
+        if self._draft is not None:
+            return self._draft.seq_rm(seq_id, p0, p1)
+        return True
+
+    def seq_add(self, int seq_id, int p0, int p1, int delta):
+        """Shift positions [p0, p1) of ``seq_id`` by ``delta`` in the draft context."""
+        self._ensure_alive()
+        if self._draft is not None:
+            self._draft.seq_add(seq_id, p0, p1, delta)
+
+    def clear(self):
+        """Empty the draft context's cache (the target's was cleared)."""
+        self._ensure_alive()
+        if self._draft is not None:
+            self._draft.clear()

@@ -1,0 +1,254 @@
+// The boundary between llama_cy._speculative and llama.cpp's common_speculative
+// (common/speculative.h, the drafting code llama-server runs).
+//
+// One Speculative holds common_speculative for the n_seq sequences of a target context,
+// the token history and last draft of each sequence, and the common_batch that mirrors
+// the target's batches into the draft context. The configuration crosses as JSON text.
+// Every precondition that common_speculative asserts is checked here first and thrown
+// as a C++ exception, which the Cython declarations (`except +`) turn into Python's.
+#pragma once
+
+#include "common.h"
+#include "json.h"
+#include "speculative.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lcy {
+
+using json = common_json;
+
+struct Speculative {
+    common_params_speculative params;
+    common_speculative_ptr spec;
+    common_batch batch;                       // process(): the target's batch, re-expressed
+    std::vector<llama_tokens> history;        // per sequence: what drafting looks back on
+    std::vector<llama_tokens> result;         // per sequence: the last draft
+    std::vector<int32_t> n_drafted;           // per sequence: tokens accept() may confirm
+    std::vector<char> begun;                  // per sequence: begin() was called
+    std::vector<llama_pos> pos0;              // per sequence: where the draft starts
+    llama_context * ctx_dft = nullptr;
+    uint32_t n_seq = 0;
+
+    // `config`: {"types": [names], "n_max", "n_min", "p_min", "p_split", "ngram_simple":
+    // {"size_n", "size_m", "min_hits"}, "ngram_map_k": {...}, "ngram_map_k4v": {...},
+    // "ngram_mod": {"n_match", "n_min", "n_max"}, "ngram_cache": {"static", "dynamic"},
+    // "synth_len", "synth_rates"}; absent keys keep llama.cpp's defaults.
+    Speculative(const std::string & config, llama_context * tgt, llama_context * dft, uint32_t n_seq)
+        : ctx_dft(dft), n_seq(n_seq) {
+        const json cfg = json::parse(config);
+        std::vector<std::string> names = cfg.at("types").get<std::vector<std::string>>();
+        params.types = common_speculative_types_from_names(names);  // throws on unknown names
+        for (auto t : params.types) {
+            switch (t) {
+                case COMMON_SPECULATIVE_TYPE_NONE:
+                    throw std::invalid_argument("speculative type 'none' drafts nothing");
+                case COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE:
+                    if (dft == nullptr) {
+                        throw std::invalid_argument("draft-simple needs a draft model");
+                    }
+                    break;
+                case COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3:
+                case COMMON_SPECULATIVE_TYPE_DRAFT_MTP:
+                case COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH:
+                case COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK:
+                    // They read the target's hidden states through a context built for them.
+                    throw std::invalid_argument("speculative type '" + common_speculative_type_to_str(t) +
+                                                "' is not supported by llama_cy (draft-simple and the ngram types are)");
+                default:
+                    break;
+            }
+        }
+        auto & d = params.draft;
+        d.n_max = cfg.value("n_max", d.n_max);
+        d.n_min = cfg.value("n_min", d.n_min);
+        d.p_min = cfg.value("p_min", d.p_min);
+        d.p_split = cfg.value("p_split", d.p_split);
+        d.ctx_tgt = tgt;
+        d.ctx_dft = dft;
+        if (d.n_max < 1) {
+            throw std::invalid_argument("n_max (draft_max) must be at least 1, got " + std::to_string(d.n_max));
+        }
+        if (d.n_min < 0 || d.n_min > d.n_max) {
+            throw std::invalid_argument("n_min (draft_min) must be in [0, n_max], got " + std::to_string(d.n_min));
+        }
+        auto ngram_map = [&](const char * key, common_params_speculative_ngram_map & m) {
+            if (!cfg.contains(key)) {
+                return;
+            }
+            const json & j = cfg.at(key);
+            const int n = j.value("size_n", (int) m.size_n);
+            const int mm = j.value("size_m", (int) m.size_m);
+            const int hits = j.value("min_hits", (int) m.min_hits);
+            if (n < 1 || n > 1024 || mm < 1 || mm > 1024 || hits < 1 || hits > 65535) {
+                throw std::invalid_argument(std::string(key) + ": size_n and size_m must be in [1, 1024], min_hits >= 1");
+            }
+            m.size_n = (uint16_t) n;
+            m.size_m = (uint16_t) mm;
+            m.min_hits = (uint16_t) hits;
+        };
+        ngram_map("ngram_simple", params.ngram_simple);
+        ngram_map("ngram_map_k", params.ngram_map_k);
+        ngram_map("ngram_map_k4v", params.ngram_map_k4v);
+        if (cfg.contains("ngram_mod")) {
+            const json & j = cfg.at("ngram_mod");
+            auto & m = params.ngram_mod;
+            m.n_match = j.value("n_match", m.n_match);
+            m.n_min = j.value("n_min", m.n_min);
+            m.n_max = j.value("n_max", m.n_max);
+            if (m.n_match < 1 || m.n_min < 0 || m.n_max < 1 || m.n_min > m.n_max || m.n_max > 1024) {
+                throw std::invalid_argument("ngram_mod: need n_match >= 1 and 0 <= n_min <= n_max <= 1024");
+            }
+        }
+        if (cfg.contains("ngram_cache")) {
+            const json & j = cfg.at("ngram_cache");
+            params.ngram_cache.lookup_cache_static = j.value("static", std::string());
+            params.ngram_cache.lookup_cache_dynamic = j.value("dynamic", std::string());
+        }
+        if (cfg.contains("synth_len")) {
+            params.synth_len = cfg.at("synth_len").get<double>();
+        }
+        if (cfg.contains("synth_rates")) {
+            const json & rates = cfg.at("synth_rates");
+            for (size_t i = 0; i < rates.size(); ++i) {
+                params.synth_rates.push_back(rates.at(i).get<double>());
+            }
+        }
+        if (dft != nullptr && llama_n_seq_max(dft) != n_seq) {
+            throw std::invalid_argument("the draft context must have as many sequences as the target");
+        }
+        // Throws on a draft model whose vocabulary differs, and on bad synthetic rates.
+        spec.reset(common_speculative_init(params, n_seq));
+        if (!spec) {
+            throw std::invalid_argument("no speculative implementation was initialised");
+        }
+        if (dft != nullptr) {
+            batch = common_batch(dft);
+        }
+        history.resize(n_seq);
+        result.resize(n_seq);
+        n_drafted.assign(n_seq, 0);
+        begun.assign(n_seq, 0);
+        pos0.assign(n_seq, 0);
+    }
+
+    void check_seq(int32_t seq) const {
+        if (seq < 0 || (uint32_t) seq >= n_seq) {
+            throw std::out_of_range("seq_id " + std::to_string(seq) + " is out of range [0, " +
+                                    std::to_string(n_seq) + ")");
+        }
+    }
+
+    int32_t n_max() const { return common_speculative_n_max(spec.get()); }
+
+    std::string types() const { return common_speculative_type_name_str(params.types); }
+
+    const std::vector<double> & synth_probs() const { return common_speculative_get_synth_probs(spec.get()); }
+
+    // A new generation on `seq`: its prompt, for the implementations that index it.
+    void begin(int32_t seq, const llama_token * tokens, size_t n) {
+        check_seq(seq);
+        history[seq].assign(tokens, tokens + n);
+        n_drafted[seq] = 0;
+        begun[seq] = 1;
+        common_speculative_begin(spec.get(), seq, history[seq]);
+    }
+
+    // What the target decoded goes into the draft context too (a no-op for the ngram types).
+    void process(const llama_batch & b) {
+        if (ctx_dft == nullptr) {
+            return;
+        }
+        if (b.token == nullptr) {
+            throw std::invalid_argument("speculative decoding takes token batches, not embeddings");
+        }
+        batch.clear();
+        std::vector<llama_seq_id> seqs;
+        for (int32_t i = 0; i < b.n_tokens; ++i) {
+            const int32_t ns = b.n_seq_id ? b.n_seq_id[i] : 1;
+            const llama_seq_id s0 = b.seq_id ? b.seq_id[i][0] : 0;
+            const bool out = b.logits ? b.logits[i] != 0 : i == b.n_tokens - 1;
+            const llama_pos pos = b.pos[i];
+            if (ns <= 1) {
+                batch.add(b.token[i], pos, s0, out);
+            } else {
+                seqs.assign(b.seq_id[i], b.seq_id[i] + ns);
+                batch.add(b.token[i], pos, seqs, out);
+            }
+        }
+        if (!common_speculative_process(spec.get(), batch)) {
+            throw std::runtime_error("the draft model failed to decode the target's batch");
+        }
+    }
+
+    // Ask for a draft on `seq` after `id_last` (sampled, not yet decoded, at `pos`), with
+    // `tokens` (the sequence's tokens so far) as the history; at most `n_max` tokens.
+    void request(int32_t seq, int32_t n_max, llama_pos pos, llama_token id_last, const llama_token * tokens,
+                 size_t n, float temp, uint32_t seed) {
+        check_seq(seq);
+        if (!begun[seq]) {
+            throw std::logic_error("begin() was not called for seq_id " + std::to_string(seq));
+        }
+        if (n_max < 1) {
+            throw std::invalid_argument("a draft needs n_max >= 1");
+        }
+        history[seq].assign(tokens, tokens + n);
+        result[seq].clear();
+        n_drafted[seq] = 0;
+        pos0[seq] = pos;
+        common_speculative_get_draft_params(spec.get(), seq) = {
+            /* .drafting = */ true,
+            /* .n_max    = */ n_max,
+            /* .pos0     = */ pos,
+            /* .id_last  = */ id_last,
+            /* .prompt   = */ &history[seq],
+            /* .result   = */ &result[seq],
+            /* .result_q = */ nullptr,
+            /* .temp     = */ temp,
+            /* .seed     = */ seed,
+        };
+    }
+
+    // Draft for every requested sequence at once (a draft model decodes them in one batch).
+    void draft() {
+        std::vector<int32_t> asked;
+        for (uint32_t s = 0; s < n_seq; ++s) {
+            if (common_speculative_get_draft_params(spec.get(), s).drafting) {
+                asked.push_back((int32_t) s);
+            }
+        }
+        common_speculative_draft(spec.get());
+        for (int32_t s : asked) {
+            n_drafted[s] = (int32_t) result[s].size();
+            if (ctx_dft != nullptr) {
+                // Drafting decoded id_last and the draft into the draft context; the
+                // target's next batch brings them back through process(), as in llama-server.
+                llama_memory_seq_rm(llama_get_memory(ctx_dft), s, pos0[s], -1);
+            }
+        }
+    }
+
+    const llama_tokens & get_result(int32_t seq) const {
+        check_seq(seq);
+        return result[seq];
+    }
+
+    // The target kept `n` tokens of the last draft on `seq`.
+    void accept(int32_t seq, int32_t n) {
+        check_seq(seq);
+        if (n < 0 || n > n_drafted[seq]) {
+            throw std::out_of_range("accepted " + std::to_string(n) + " tokens of a draft of " +
+                                    std::to_string(n_drafted[seq]));
+        }
+        const bool had = n_drafted[seq] > 0;
+        n_drafted[seq] = 0;
+        if (had) {
+            common_speculative_accept(spec.get(), seq, (uint16_t) n);
+        }
+    }
+};
+
+}  // namespace lcy
