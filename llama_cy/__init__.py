@@ -31,6 +31,7 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
+from llama_cy._speculative import Speculator
 from llama_cy._vocab import TOKEN_ATTRS, LlamaVocab
 from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
@@ -39,6 +40,7 @@ from llama_cy.perf import ContextPerf, SamplerPerf
 from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
 from llama_cy.llama import Llama
 from llama_cy.sampling import LlamaGrammar, SamplingParams
+from llama_cy.speculative import LlamaPromptLookupDecoding
 
 __version__ = _build_config.VERSION  # meson.build's project version, the one place
 
@@ -56,11 +58,13 @@ __all__ = [
     "LlamaError",
     "LlamaGrammar",
     "LlamaModel",
+    "LlamaPromptLookupDecoding",
     "LlamaSampler",
     "LlamaVocab",
     "LoraAdapter",
     "SamplerPerf",
     "SamplingParams",
+    "Speculator",
     "Timings",
     "TokenLogprob",
     "__version__",

@@ -50,6 +50,8 @@ class Timings:
     prompt_ms: float
     predicted_n: int  #: tokens generated
     predicted_ms: float
+    draft_n: int = 0  #: tokens drafted by speculative decoding
+    draft_n_accepted: int = 0  #: drafted tokens the model kept
 
     @property
     def prompt_per_second(self) -> float:
@@ -79,6 +81,12 @@ class Timings:
                 self.predicted_ms / self.predicted_steps if self.predicted_steps else 0.0
             ),
             "predicted_per_second": self.predicted_per_second,
+            # llama-server adds the draft counts only when something was drafted
+            **(
+                {"draft_n": self.draft_n, "draft_n_accepted": self.draft_n_accepted}
+                if self.draft_n
+                else {}
+            ),
         }
 
 
@@ -98,6 +106,8 @@ class Completion:
     logprobs: list[TokenLogprob] | None
     prompt_tokens: int
     stop: str | None = None  #: the stop string that matched
+    #: a context shift dropped part of the context on the way (llama-server's ``truncated``)
+    truncated: bool = False
 
     @property
     def finish_reason(self) -> Literal["stop", "length"]:
@@ -141,6 +151,7 @@ class CompletionChunk:
     prompt_tokens: int = 0
     stop: str | None = None
     progress: PromptProgress | None = None
+    truncated: bool = False  #: on the last chunk: a context shift happened
 
 
 def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
@@ -159,5 +170,12 @@ def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
         raise ValueError("the stream ended before its last chunk")
     text = "".join(texts)
     return Completion(
-        text, tokens, last.stop_reason, last.timings, logprobs, last.prompt_tokens, last.stop
+        text,
+        tokens,
+        last.stop_reason,
+        last.timings,
+        logprobs,
+        last.prompt_tokens,
+        last.stop,
+        last.truncated,
     )

@@ -7,8 +7,17 @@ chunk of its prompt), decodes the batch, tells it :meth:`~Sequence.decoded` (or
 :meth:`~Sequence.failed`), and lets it :meth:`~Sequence.sample` from its output row.
 Everything between the batch and the text is here, once: prefix reuse, prompt chunks,
 the sampler chain, stop strings and UTF-8 assembly (:class:`~llama_cy.streaming.Generation`),
-log-probabilities, ``max_tokens``, ``stopping_criteria``, context shift, timings and
-cleanup after a failed decode.
+log-probabilities, ``max_tokens``, ``stopping_criteria``, context shift, timings,
+speculative decoding and cleanup after a failed decode.
+
+Speculative decoding (a :class:`~llama_cy.Speculator` given to the sequence): before a
+step the sequence asks for a draft after its last sampled token (:meth:`Sequence.request_draft`,
+then the driver drafts for every sequence at once and each :meth:`Sequence.take_draft`);
+the step decodes the token and the draft together, with an output row for each;
+:meth:`Sequence.sample` samples row after row while the samples equal the draft, as
+llama-server's ``common_sampler_sample_and_accept_n`` does, and cuts the rest of the
+draft out of the KV cache. Each token is sampled from the same logits, in the same
+order, as without a draft, so the output is the same.
 
 :func:`run` drives one sequence (``Llama``); the server's engine drives several, with one
 batch per step from all of them.
@@ -16,6 +25,7 @@ batch per step from all of them.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -27,6 +37,7 @@ import numpy.typing as npt
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._sampler import LlamaSampler
+from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
@@ -76,6 +87,8 @@ class Sequence:
     ``n_ctx`` is the room this sequence has (the context's per-sequence size).
     ``context_shift`` lets a generation that fills it go on by dropping half of what
     follows the first ``n_keep`` tokens; without it the generation ends with "length".
+    ``spec`` drafts tokens for this sequence (shared by the sequences of ``ctx``); every
+    cut of this sequence's cache is made in its draft context too.
     """
 
     __slots__ = (
@@ -84,6 +97,7 @@ class Sequence:
         "chain",
         "context_shift",
         "ctx",
+        "draft",
         "gen",
         "grammar",
         "i_batch",
@@ -93,10 +107,16 @@ class Sequence:
         "model",
         "n_cached",
         "n_ctx",
+        "n_draft",
+        "n_draft_accepted",
         "n_keep",
+        "rows",
+        "spec",
+        "synth",
         "t_prompt",
         "t_start",
         "token",
+        "truncated",
     )
 
     def __init__(
@@ -107,6 +127,7 @@ class Sequence:
         n_ctx: int | None = None,
         context_shift: bool = False,
         n_keep: int = 0,
+        spec: Speculator | None = None,
     ) -> None:
         self.ctx = ctx
         self.model = ctx.model
@@ -127,6 +148,13 @@ class Sequence:
         self.t_prompt = 0.0
         self.last_used = 0.0
         self._added: list[int] = []
+        self.spec = spec
+        self.draft: list[int] = []  # drafted tokens decoded after self.token this step
+        self.rows: list[int] = []  # their output rows in the batch (self.token's first)
+        self.n_draft = 0
+        self.n_draft_accepted = 0
+        self.synth: random.Random | None = None  # synthetic acceptance's draws
+        self.truncated = False  # the job's context was shifted
 
     # ---- a job's start and end -------------------------------------------------------
 
@@ -153,10 +181,7 @@ class Sequence:
         # The last prompt token is always decoded: its logits start the generation.
         n = min(common_prefix(self.cache, prompt), len(prompt) - 1) if cache_prompt else 0
         if n < len(self.cache):
-            if not self.ctx.seq_rm(self.id, n, -1):  # recurrent models cannot drop a suffix
-                self.ctx.seq_rm(self.id, -1, -1)
-                n = 0
-            del self.cache[n:]
+            n = self._cut(n)
         chain, grammar = samplers
         if job.params.uses_history:
             for t in prompt:
@@ -171,6 +196,13 @@ class Sequence:
         self.n_cached = n
         self.t_start = time.perf_counter()
         self.t_prompt = self.t_start
+        self.draft, self.rows = [], []
+        self.n_draft = self.n_draft_accepted = 0
+        self.truncated = False
+        self.synth = None
+        if self.spec is not None and self.spec.synth_probs:
+            seed = job.params.seed
+            self.synth = random.Random(seed if seed is not None else random.getrandbits(32))
 
     def release(self) -> None:
         """End the job (finished, cancelled or failed); the KV cache keeps its tokens."""
@@ -179,6 +211,8 @@ class Sequence:
         self.chain = self.grammar = None
         self.token = -1
         self.i_batch = -1
+        self.draft, self.rows = [], []
+        self.synth = None
         self.last_used = time.perf_counter()
 
     @property
@@ -193,15 +227,56 @@ class Sequence:
 
     # ---- one step --------------------------------------------------------------------
 
+    def request_draft(self, room: int) -> bool:
+        """Ask the speculator for a draft after the last sampled token, if this sequence
+        is generating and a draft fits: in ``room`` batch entries (the token included),
+        in the context (two positions are kept free, as llama-server keeps them for a
+        context shift) and within the job's token limit. True if one was asked for;
+        the driver then drafts (``Speculator.draft_all``) and calls :meth:`take_draft`."""
+        spec, gen = self.spec, self.gen
+        self.draft = []
+        if spec is None or gen is None or self.token < 0:
+            return False
+        n = min(room - 1, self.n_ctx - len(self.cache) - 2, spec.n_max)
+        if gen.limit is not None:  # the sampled token counts: the draft is what may follow
+            n = min(n, gen.limit - len(gen.generated) - 1)
+        if n < 1:
+            return False
+        job = self.job
+        assert job is not None
+        seed = job.params.seed if job.params.seed is not None else 0xFFFFFFFF
+        spec.request(
+            self.cache,
+            self.token,
+            self.id,
+            n_max=n,
+            pos=len(self.cache),
+            temp=job.params.temperature,
+            seed=seed,
+        )
+        return True
+
+    def take_draft(self) -> None:
+        """Take the draft that ``Speculator.draft_all`` made for this sequence."""
+        assert self.spec is not None
+        self.draft = self.spec.result(self.id).tolist()
+        self.n_draft += len(self.draft)
+
     def fill(self, batch: LlamaBatch, room: int) -> int:
         """Add this sequence's part of the next batch, at most ``room`` tokens: its last
-        sampled token, or the next chunk of its prompt. Returns the tokens added."""
+        sampled token (and its draft), or the next chunk of its prompt. Returns the
+        tokens added."""
         self.i_batch = -1
         if self.token >= 0:
+            pos = len(self.cache)
             self.i_batch = batch.n_tokens
-            batch.add(self.token, len(self.cache), self.id, True)
-            self._added = [self.token]
-            return 1
+            batch.add(self.token, pos, self.id, True)
+            self.rows = [self.i_batch]
+            for k, t in enumerate(self.draft):
+                self.rows.append(batch.n_tokens)
+                batch.add(t, pos + 1 + k, self.id, True)
+            self._added = [self.token, *self.draft]
+            return len(self._added)
         job = self.job
         left = self.prompt_left
         if job is None or left <= 0 or room <= 0:
@@ -225,14 +300,28 @@ class Sequence:
         """The batch failed: part of it may have reached the KV cache past what
         :attr:`cache` records; drop that part (all of the sequence if it cannot be cut)."""
         self._added = []
-        if not self.ctx.seq_rm(self.id, len(self.cache), -1):
+        self.draft, self.rows = [], []
+        self._cut(len(self.cache))
+
+    def _cut(self, n: int) -> int:
+        """Keep the first ``n`` cached tokens, in the context and the draft context; all
+        are dropped where a suffix cannot be (recurrent models). The tokens kept."""
+        spec = self.spec
+        if not self.ctx.seq_rm(self.id, n, -1):
             self.ctx.seq_rm(self.id, -1, -1)
-            self.cache.clear()
+            n = 0
+        if spec is not None and not spec.seq_rm(self.id, n, -1):
+            spec.seq_rm(self.id, -1, -1)
+            self.ctx.seq_rm(self.id, -1, -1)
+            n = 0
+        del self.cache[n:]
+        return n
 
     def sample(self) -> CompletionChunk | None:
-        """Sample from this sequence's output row. Returns the chunk of text that can be
-        shown now (None if there is none yet); the last chunk carries the stop reason,
-        and then the job is released."""
+        """Sample from this sequence's output rows: its last token's, and the rows of its
+        draft while the samples match it. Returns the chunk of text that can be shown now
+        (None if there is none yet); the last chunk carries the stop reason, and then the
+        job is released."""
         gen, job, chain = self.gen, self.job, self.chain
         assert gen is not None
         assert job is not None
@@ -240,14 +329,29 @@ class Sequence:
         ctx = self.ctx
         if self.token < 0:  # the prompt is in: generation starts
             self.t_prompt = time.perf_counter()
+            if self.spec is not None:
+                self.spec.begin(self.cache, self.id)
+        draft, rows = self.draft, self.rows if self.draft else [self.i_batch]
         post = job.post_sampling_probs and job.n_logprobs is not None
-        token = chain.sample(ctx, self.i_batch, grammar=self.grammar, candidates=post)
-        out = gen.add(ctx, token, self.i_batch, chain.candidates() if post else None)
-        if gen.reason is None and job.stopping_criteria:
-            ids = np.asarray(job.tokens + gen.generated, dtype=np.intc)
-            logits = ctx.logits(self.i_batch)
-            if any(bool(c(ids, logits)) for c in job.stopping_criteria):
-                gen.reason = "stop"
+        out = ""
+        k = 0
+        token = -1
+        for k, row in enumerate(rows):
+            token, matched = self._pick(row, k, post)
+            out += gen.add(ctx, token, row, chain.candidates() if post else None)
+            if gen.reason is None and job.stopping_criteria:
+                ids = np.asarray(job.tokens + gen.generated, dtype=np.intc)
+                logits = ctx.logits(row)
+                if any(bool(c(ids, logits)) for c in job.stopping_criteria):
+                    gen.reason = "stop"
+            if gen.reason is not None or not matched:
+                break
+        if draft:  # the draft's rows after the last sample leave the caches
+            self.n_draft_accepted += k
+            self._cut(len(self.cache) - len(draft) + k)
+            assert self.spec is not None
+            self.spec.accept(k, self.id)
+            self.draft, self.rows = [], []
         if gen.reason is None and len(self.cache) >= self.n_ctx and not self._shift():
             gen.reason = "length"  # the sequence's context is full
         if gen.reason is None:
@@ -259,8 +363,31 @@ class Sequence:
                 chunk.timings = self.timings()
             return chunk
         last = gen.finish(out, self.timings())
+        last.truncated = self.truncated
         self.release()
         return last
+
+    def _pick(self, row: int, k: int, post: bool) -> tuple[int, bool]:
+        """The token at output ``row``, the ``k``-th of this step, and whether it
+        accepts draft token ``k`` (so that the next row is sampled too). With synthetic
+        acceptance (benchmarks only), draft token ``k`` is taken with the speculator's
+        probability whatever the model says, as llama-server's
+        ``server_sample_and_accept_synth`` does: the chain accepts it, the grammar
+        does not see it."""
+        chain, synth, draft = self.chain, self.synth, self.draft
+        assert chain is not None
+        if synth is None or k >= len(draft):
+            token = chain.sample(self.ctx, row, grammar=self.grammar, candidates=post)
+            return token, k < len(draft) and token == draft[k]
+        token = chain.sample(self.ctx, row, accept=False, grammar=self.grammar, candidates=post)
+        assert self.spec is not None
+        if synth.random() < self.spec.synth_probs[k] and not self.model.is_eog(draft[k]):
+            chain.accept(draft[k])
+            return draft[k], True
+        chain.accept(token)
+        if self.grammar is not None:
+            self.grammar.accept(token)
+        return token, False
 
     def timings(self) -> Timings:
         """The running job's timings so far."""
@@ -275,6 +402,8 @@ class Sequence:
             (prompt_end - self.t_start) * 1e3,
             len(gen.generated),
             (now - prompt_end) * 1e3 if prompt_end < now else 0.0,
+            self.n_draft,
+            self.n_draft_accepted,
         )
 
     def progress(self) -> CompletionChunk:
@@ -301,7 +430,11 @@ class Sequence:
             return False
         self.ctx.seq_rm(self.id, keep, keep + n_discard)
         self.ctx.seq_add(self.id, keep + n_discard, n_past, -n_discard)
+        if self.spec is not None:
+            self.spec.seq_rm(self.id, keep, keep + n_discard)
+            self.spec.seq_add(self.id, keep + n_discard, n_past, -n_discard)
         del self.cache[keep : keep + n_discard]
+        self.truncated = True
         return True
 
 
@@ -313,13 +446,19 @@ def run(
 ) -> Generator[CompletionChunk, None, None]:
     """Drive ``seq`` alone through ``job``, one batch per step; yields its chunks."""
     ctx = seq.ctx
+    spec = seq.spec
     seq.start(job, samplers)
     try:
         while True:
             batch.clear()
+            if spec is not None and seq.request_draft(batch.capacity):
+                spec.draft_all()
+                seq.take_draft()
             seq.fill(batch, batch.capacity)
             try:
                 ctx.decode(batch)
+                if spec is not None:
+                    spec.process(batch)
             except BaseException:
                 seq.failed()
                 raise

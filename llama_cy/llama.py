@@ -35,6 +35,7 @@ from llama_cy.generation import Job, StoppingCriteria, run
 from llama_cy.generation import Sequence as KVSequence
 from llama_cy.prepare import CHAT_POSITIONAL, COMPLETION_POSITIONAL, Preparer, positional
 from llama_cy.responses import ChatShaper, CompletionShaper, Shaper
+from llama_cy.speculative import DraftModel, speculator, speculator_settings
 
 __all__ = ["Llama", "StoppingCriteria"]
 
@@ -49,7 +50,6 @@ _UNSUPPORTED = {
         "LlamaContext and LlamaBatch with logits=True for the rows you need",
     ),
     "chat_handler": (None, "chat_handler (multimodal chat) is not supported yet"),
-    "draft_model": (None, "draft_model (speculative decoding) is not supported yet"),
     "spm_infill": (False, "spm_infill=True (suffix-prefix-middle order) is not supported"),
     "tokenizer": (None, "a custom tokenizer is not supported: llama.cpp's own is used"),
     "lora_base": (None, "lora_base is not supported (llama.cpp dropped it): use lora_path"),
@@ -80,6 +80,14 @@ class Llama:
     ``reasoning_format``, ``reasoning_budget`` (``reasoning_budget_message``) and
     ``chat_template_kwargs`` are the defaults of llama-server's ``--reasoning-format``,
     ``--reasoning-budget`` and ``--chat-template-kwargs``.
+
+    ``draft_model`` turns on speculative decoding (llama.cpp's ``common_speculative``):
+    llama-cpp-python's :class:`~llama_cy.LlamaPromptLookupDecoding`, a draft model with
+    the same vocabulary (a path, loaded with ``draft_n_gpu_layers``, or a
+    :class:`~llama_cy.LlamaModel`), or llama-server's n-gram ``--spec-type`` names
+    (``"ngram-simple"``, ``"ngram-mod"``, ...). ``draft_max``, ``draft_min`` and
+    ``draft_p_min`` bound a draft model's drafts, as llama-server's flags of those names.
+    The output is the same as without it.
 
     One call runs at a time: a second thread waits for the first. A stream holds the
     object until it is exhausted or closed.
@@ -174,6 +182,11 @@ class Llama:
         chat_template_kwargs: Mapping[str, Any] | None = None,
         context_shift: bool = False,
         n_keep: int | None = None,
+        draft_model: DraftModel | None = None,
+        draft_max: int | None = None,
+        draft_min: int | None = None,
+        draft_p_min: float | None = None,
+        draft_n_gpu_layers: int = 0,
         no_perf: bool = False,
         verbose: bool = False,
     ) -> None:
@@ -232,7 +245,31 @@ class Llama:
             seed=seed,
             overrides={"penalty_last_n": last_n_tokens_size},
         )
-        self._seq = KVSequence(self.ctx, 0, context_shift=context_shift, n_keep=self.n_keep)
+        self._spec = None
+        self._draft_owned: LlamaModel | None = None
+        if draft_model is not None:
+            if embedding:
+                raise ValueError("draft_model: an embedding Llama generates nothing to draft")
+
+            def load(path: str | os.PathLike[str]) -> LlamaModel:
+                self._draft_owned = LlamaModel.load(path, n_gpu_layers=draft_n_gpu_layers)
+                return self._draft_owned
+
+            settings = speculator_settings(
+                draft_model,
+                draft_max=draft_max,
+                draft_min=draft_min,
+                draft_p_min=draft_p_min,
+                load=load,
+            )
+            context = {"n_threads": n_threads, "n_threads_batch": n_threads_batch}
+            context["flash_attn"] = flash_attn
+            self._spec = speculator(self.ctx, settings, context)
+        elif draft_max is not None or draft_min is not None or draft_p_min is not None:
+            raise ValueError("draft_max, draft_min and draft_p_min need a draft_model")
+        self._seq = KVSequence(
+            self.ctx, 0, context_shift=context_shift, n_keep=self.n_keep, spec=self._spec
+        )
         self._embedder = Embedder(self.ctx, self._batch)
 
     # ---- lifetime -------------------------------------------------------------------
@@ -251,7 +288,12 @@ class Llama:
             raise BusyError("close() inside an open stream of this Llama: close the stream first")
         with lock:
             self._closed = True
-            for handle in (getattr(self, "_batch", None), getattr(self, "ctx", None)):
+            for handle in (
+                getattr(self, "_batch", None),
+                getattr(self, "_spec", None),
+                getattr(self, "ctx", None),
+                getattr(self, "_draft_owned", None),
+            ):
                 if handle is not None:
                     handle.close()
             if self._model_owned:
@@ -304,6 +346,8 @@ class Llama:
         """Forget the prompt cache (the next call decodes its whole prompt)."""
         with self._hold():
             self.ctx.clear()
+            if self._spec is not None:
+                self._spec.clear()
             self._seq.cache.clear()
 
     @property

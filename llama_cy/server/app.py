@@ -96,6 +96,7 @@ class Server:
         self.owns_model = owns_model
         self.engine: Engine | None = None
         self.embedder: Embedder | None = None
+        self.draft_model: LlamaModel | None = None  #: -md, loaded with the engine
         self.embed_lock = threading.Lock()
         self.lora_scales = [
             0.0 if settings.lora_init_without_apply else scale for _, scale in settings.lora
@@ -133,20 +134,39 @@ class Server:
             ctx = LlamaContext(model, **context)
             self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
         else:
-            self.engine = Engine(
-                model,
-                slots=settings.n_parallel,
-                n_predict=settings.n_predict,
-                max_queue=settings.max_queue,
-                queue_timeout=settings.queue_timeout,
-                context_shift=settings.context_shift,
-                # llama-server keeps --keep tokens after BOS.
-                n_keep=settings.keep + int(model.add_bos),
-                slot_prompt_similarity=settings.slot_prompt_similarity,
-                warmup=settings.warmup,
-                loras=self.loras,
-                **context,
-            )
+            speculative = None
+            if settings.speculative is not None:
+                speculative = dict(settings.speculative)
+                if settings.model_draft:
+                    self.draft_model = LlamaModel.load(
+                        settings.model_draft, n_gpu_layers=settings.n_gpu_layers_draft
+                    )
+                    speculative["draft_model"] = self.draft_model
+            try:
+                self.engine = self._engine(speculative, context)
+            except BaseException:
+                if self.draft_model is not None:
+                    self.draft_model.close()
+                    self.draft_model = None
+                raise
+
+    def _engine(self, speculative: dict[str, Any] | None, context: dict[str, Any]) -> Engine:
+        model, settings = self.model, self.settings
+        return Engine(
+            model,
+            slots=settings.n_parallel,
+            n_predict=settings.n_predict,
+            max_queue=settings.max_queue,
+            queue_timeout=settings.queue_timeout,
+            context_shift=settings.context_shift,
+            # llama-server keeps --keep tokens after BOS.
+            n_keep=settings.keep + int(model.add_bos),
+            slot_prompt_similarity=settings.slot_prompt_similarity,
+            warmup=settings.warmup,
+            loras=self.loras,
+            speculative=speculative,
+            **context,
+        )
 
     def _model_card(self) -> dict[str, Any]:
         """What /models shows of the model (kept while the server sleeps)."""
@@ -180,6 +200,9 @@ class Server:
                 self.embedder.ctx.close()
         for adapter in self.loras:
             adapter.close()
+        if self.draft_model is not None:
+            self.draft_model.close()
+            self.draft_model = None
 
     # ---- sleeping (--sleep-idle-seconds) ---------------------------------------------
 

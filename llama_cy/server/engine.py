@@ -8,6 +8,12 @@ chunks while room is left), decodes it once with the GIL released, lets each slo
 from its own row and hands the text to that slot's client. A new request joins at the
 next step, in the idle slot whose KV cache holds the longest prefix of its prompt, so a
 chat's next turn decodes only what is new.
+
+With speculative decoding (``speculative``: :class:`~llama_cy.Speculator` keywords), each
+step first drafts for every generating slot at once (one speculator serves all slots: a
+draft model decodes their drafts in one batch), then decodes each slot's token and draft
+in the step's batch, and lets each slot keep what its samples confirm (see
+:mod:`llama_cy.generation`). A slot's draft is bounded by its share of the batch.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
+from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
 from llama_cy.generation import Job, Sequence, common_prefix
+from llama_cy.speculative import speculator
 
 __all__ = ["Engine", "QueueFullError", "Task"]
 
@@ -68,7 +76,9 @@ class Engine:
     ``n_predict`` (> 0) caps every request's tokens; ``max_queue`` bounds the requests
     waiting for a slot and ``queue_timeout`` how long one waits (both end in
     :class:`QueueFullError`). ``context_shift`` lets a slot that fills its context go on
-    by dropping half of what follows its first ``n_keep`` tokens.
+    by dropping half of what follows its first ``n_keep`` tokens. ``speculative`` holds
+    :class:`~llama_cy.Speculator` keywords (``types``, ``draft_model``, ``n_max``, ...):
+    speculative decoding for every slot.
     """
 
     def __init__(
@@ -84,6 +94,7 @@ class Engine:
         slot_prompt_similarity: float = 0.0,
         warmup: bool = False,
         loras: Sequence_[LoraAdapter] = (),
+        speculative: dict[str, Any] | None = None,
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -91,8 +102,11 @@ class Engine:
         self.model = model
         self.ctx = LlamaContext(model, n_seq_max=slots, **context)
         ctx = self.ctx
+        self.spec: Speculator | None = None
         try:
             self._batch = LlamaBatch(max(ctx.n_batch, ctx.n_seq_max))
+            if speculative is not None:
+                self.spec = speculator(ctx, speculative, context)
         except BaseException:
             ctx.close()
             raise
@@ -107,7 +121,14 @@ class Engine:
         self._lora_turn = 0
         keep = n_keep if n_keep is not None else int(model.add_bos)
         self.slots = [
-            Sequence(ctx, i, n_ctx=self.n_ctx_slot, context_shift=context_shift, n_keep=keep)
+            Sequence(
+                ctx,
+                i,
+                n_ctx=self.n_ctx_slot,
+                context_shift=context_shift,
+                n_keep=keep,
+                spec=self.spec,
+            )
             for i in range(ctx.n_seq_max)
         ]
         self.tasks: list[Task | None] = [None] * len(self.slots)
@@ -133,6 +154,9 @@ class Engine:
         self.n_busy_slots = 0
         self.n_prompt_cached = 0  #: prompt tokens reused from the KV cache
         self.n_tokens_max = 0  #: the longest sequence seen (prompt and generation)
+        self.n_draft_tokens = 0  #: tokens drafted
+        self.n_draft_accepted = 0  #: drafted tokens the model kept
+        self.n_draft_steps = 0  #: verifications of a draft
         self.window = RateWindow()  #: throughputs since the last /metrics scrape
         if warmup:
             self._warmup()
@@ -166,6 +190,8 @@ class Engine:
         if self._thread.is_alive():
             self._thread.join()
         self._batch.close()
+        if self.spec is not None:
+            self.spec.close()
         self.ctx.close()
 
     @property
@@ -281,11 +307,15 @@ class Engine:
                 {
                     "id": s.id,
                     "n_ctx": self.n_ctx_slot,
+                    "speculative": self.spec is not None,
                     "is_processing": task is not None,
                     "id_task": task.id if task is not None else -1,
                     "n_prompt_tokens": len(task.job.tokens) if task is not None else 0,
                     "n_decoded": len(gen.generated) if gen is not None and task else 0,
                     "n_cached_tokens": len(s.cache),
+                    # this slot's last (or running) request, as its timings count them
+                    "draft_n": s.n_draft,
+                    "draft_n_accepted": s.n_draft_accepted,
                 }
             )
         return out
@@ -390,7 +420,17 @@ class Engine:
         busy = [s for s in self.slots if self.tasks[s.id] is not None]
         if self.loras:
             busy = self._lora_step(busy)
-        n_gen = sum(s.fill(batch, 1) for s in busy if s.token >= 0)
+        generating = [s for s in busy if s.token >= 0]
+        spec = self.spec
+        if spec is not None and generating:
+            room = batch.capacity // len(generating)
+            asked = [s for s in generating if s.request_draft(room)]
+            if asked:
+                spec.draft_all()
+                for s in asked:
+                    s.take_draft()
+                    self.n_draft_tokens += len(s.draft)
+        n_gen = sum(s.fill(batch, 1) for s in generating)
         n_prompt = 0
         prefilling = []
         for s in busy:
@@ -404,6 +444,8 @@ class Engine:
         t0 = time.perf_counter()
         try:
             self.ctx.decode(batch)
+            if spec is not None:
+                spec.process(batch)
         except LlamaError as exc:
             for s in busy:
                 s.failed()
@@ -430,13 +472,18 @@ class Engine:
                 continue
             task = self.tasks[s.id]
             assert task is not None
+            gen = s.gen
+            assert gen is not None
+            n_before, accepted_before, drafted = len(gen.generated), s.n_draft_accepted, s.draft
             try:
                 chunk = s.sample()
             except Exception as exc:  # e.g. a grammar with no way on: this request only
                 self._end(s, exc)
                 continue
-            if chunk is None or chunk.stop_reason != "eog":
-                self.n_predicted += 1
+            self.n_predicted += len(gen.generated) - n_before  # the end of a turn is not counted
+            if drafted:
+                self.n_draft_steps += 1
+                self.n_draft_accepted += s.n_draft_accepted - accepted_before
             if chunk is None:
                 continue
             if chunk.stop_reason is not None:

@@ -33,7 +33,7 @@ INERT: Status = "inert"
 REFUSED: Status = "refused"
 
 _DOWNLOAD = "models are not downloaded here: pass a local file with -m"
-_SPEC = "speculative decoding is not built yet (issue 19)"
+_SPEC_PLACEMENT = "the draft model's devices and tensor placement are not exposed here"
 _MTMD = "multimodal input is not built yet (issue 18)"
 _ROUTER = "llama-cy serve runs one model: llama-server's router mode is not built"
 _AFFINITY = "CPU affinity, priority and polling are not exposed by llama_cy's thread pools"
@@ -63,6 +63,13 @@ def _gpu_layers(value: str) -> int:
         raise argparse.ArgumentTypeError(
             f"expected a number, 'all' or 'auto', not {value!r}"
         ) from None
+
+
+def _non_negative(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return n
 
 
 def _parallel(value: str) -> int:
@@ -263,8 +270,10 @@ FLAGS: tuple[Flag, ...] = (
            negative=("--no-log-prefix",)),
     _inert("--log-timestamps", "log_timestamps", None, "the log's format is Python logging's here",
            negative=("--no-log-timestamps",)),
-    _refused("--spec-draft-type-k -ctkd --cache-type-k-draft", "cache_type_k_draft", "TYPE", _SPEC),
-    _refused("--spec-draft-type-v -ctvd --cache-type-v-draft", "cache_type_v_draft", "TYPE", _SPEC),
+    _f("--spec-draft-type-k -ctkd --cache-type-k-draft", "cache_type_k_draft", "TYPE",
+       default="f16", choices=_CACHE_TYPES, help="KV cache type of K for the draft model"),
+    _f("--spec-draft-type-v -ctvd --cache-type-v-draft", "cache_type_v_draft", "TYPE",
+       default="f16", choices=_CACHE_TYPES, help="KV cache type of V for the draft model"),
     # ---- sampling params (the rest come from SAMPLING_SETTINGS) ----
     _refused("--samplers", "samplers", "SAMPLERS", _LATER),
     _refused("--sampler-seq --sampling-seq", "sampler_seq", "SEQUENCE", _LATER),
@@ -280,60 +289,103 @@ FLAGS: tuple[Flag, ...] = (
              "backend sampling is not built here", env="LLAMA_ARG_BACKEND_SAMPLING"),
     # ---- speculative params ----
     _refused("--spec-draft-hf -hfd -hfrd --hf-repo-draft", "hf_repo_draft", "REPO", _DOWNLOAD),
-    _refused("--spec-draft-threads -td --threads-draft", "threads_draft", "N", _SPEC),
-    _refused("--spec-draft-threads-batch -tbd --threads-batch-draft", "threads_batch_draft", "N",
-             _SPEC),
-    _refused("--spec-draft-cpu-mask -Cd --cpu-mask-draft", "cpu_mask_draft", "M", _SPEC),
-    _refused("--spec-draft-cpu-range -Crd --cpu-range-draft", "cpu_range_draft", "lo-hi", _SPEC),
-    _refused("--spec-draft-cpu-strict --cpu-strict-draft", "cpu_strict_draft", "<0|1>", _SPEC),
-    _refused("--spec-draft-prio --prio-draft", "prio_draft", "N", _SPEC),
-    _refused("--spec-draft-poll --poll-draft", "poll_draft", "<0|1>", _SPEC),
+    _f("--spec-draft-threads -td --threads-draft", "threads_draft", "N", type=int,
+       help="CPU threads of the draft model (default: --threads)"),
+    _f("--spec-draft-threads-batch -tbd --threads-batch-draft", "threads_batch_draft", "N",
+       type=int, help="CPU threads of the draft model's batches (default: --threads-draft)"),
+    _refused("--spec-draft-cpu-mask -Cd --cpu-mask-draft", "cpu_mask_draft", "M", _AFFINITY),
+    _refused("--spec-draft-cpu-range -Crd --cpu-range-draft", "cpu_range_draft", "lo-hi",
+             _AFFINITY),
+    _refused("--spec-draft-cpu-strict --cpu-strict-draft", "cpu_strict_draft", "<0|1>",
+             _AFFINITY),
+    _refused("--spec-draft-prio --prio-draft", "prio_draft", "N", _AFFINITY),
+    _refused("--spec-draft-poll --poll-draft", "poll_draft", "<0|1>", _AFFINITY),
     _refused("--spec-draft-cpu-mask-batch -Cbd --cpu-mask-batch-draft", "cpu_mask_batch_draft", "M",
-             _SPEC),
+             _AFFINITY),
+    _refused("--spec-draft-cpu-range-batch -Crbd --cpu-range-batch-draft",
+             "cpu_range_batch_draft", "lo-hi", _AFFINITY),
     _refused("--spec-draft-cpu-strict-batch --cpu-strict-batch-draft", "cpu_strict_batch_draft",
-             "<0|1>", _SPEC),
-    _refused("--spec-draft-prio-batch --prio-batch-draft", "prio_batch_draft", "N", _SPEC),
-    _refused("--spec-draft-poll-batch --poll-batch-draft", "poll_batch_draft", "<0|1>", _SPEC),
+             "<0|1>", _AFFINITY),
+    _refused("--spec-draft-prio-batch --prio-batch-draft", "prio_batch_draft", "N", _AFFINITY),
+    _refused("--spec-draft-poll-batch --poll-batch-draft", "poll_batch_draft", "<0|1>", _AFFINITY),
     _refused("--spec-draft-override-tensor -otd --override-tensor-draft", "override_tensor_draft",
-             "PATTERN=TYPE,...", _SPEC),
-    _refused("--spec-draft-cpu-moe -cmoed --cpu-moe-draft", "cpu_moe_draft", None, _SPEC),
+             "PATTERN=TYPE,...", _SPEC_PLACEMENT),
+    _refused("--spec-draft-cpu-moe -cmoed --cpu-moe-draft", "cpu_moe_draft", None,
+             _SPEC_PLACEMENT),
     _refused("--spec-draft-n-cpu-moe --spec-draft-ncmoe -ncmoed --n-cpu-moe-draft",
-             "n_cpu_moe_draft", "N", _SPEC),
-    _refused("--spec-draft-n-max", "spec_draft_n_max", "N", _SPEC),
-    _refused("--spec-draft-n-min", "spec_draft_n_min", "N", _SPEC),
-    _refused("--spec-synth-len", "spec_synth_len", "L", _SPEC),
-    _refused("--spec-synth-rates", "spec_synth_rates", "P0,P1,...", _SPEC),
-    _refused("--spec-draft-p-split --draft-p-split", "draft_p_split", "P", _SPEC),
-    _refused("--spec-draft-p-min --draft-p-min", "draft_p_min", "P", _SPEC),
-    _refused("--spec-draft-backend-sampling", "spec_draft_backend_sampling", None, _SPEC,
-             negative=("--no-spec-draft-backend-sampling",)),
-    _refused("--spec-draft-sampling", "spec_draft_sampling", "{greedy,probabilistic}", _SPEC),
-    _refused("--spec-draft-device -devd --device-draft", "device_draft", "<dev1,..>", _SPEC),
-    _refused("--spec-draft-ngl -ngld --gpu-layers-draft --n-gpu-layers-draft", "n_gpu_layers_draft",
-             "N", _SPEC),
-    _refused("--spec-draft-model -md --model-draft", "model_draft", "FNAME", _SPEC,
-             env="LLAMA_ARG_SPEC_DRAFT_MODEL"),
-    _refused("--spec-type", "spec_type", "TYPES", _SPEC, env="LLAMA_ARG_SPEC_TYPE"),
-    _refused("--spec-ngram-mod-n-min", "spec_ngram_mod_n_min", "N", _SPEC),
-    _refused("--spec-ngram-mod-n-max", "spec_ngram_mod_n_max", "N", _SPEC),
-    _refused("--spec-ngram-mod-n-match", "spec_ngram_mod_n_match", "N", _SPEC),
-    _refused("--spec-ngram-simple-size-n", "spec_ngram_simple_size_n", "N", _SPEC),
-    _refused("--spec-ngram-simple-size-m", "spec_ngram_simple_size_m", "N", _SPEC),
-    _refused("--spec-ngram-simple-min-hits", "spec_ngram_simple_min_hits", "N", _SPEC),
-    _refused("--spec-ngram-map-k-size-n", "spec_ngram_map_k_size_n", "N", _SPEC),
-    _refused("--spec-ngram-map-k-size-m", "spec_ngram_map_k_size_m", "N", _SPEC),
-    _refused("--spec-ngram-map-k-min-hits", "spec_ngram_map_k_min_hits", "N", _SPEC),
-    _refused("--spec-ngram-map-k4v-size-n", "spec_ngram_map_k4v_size_n", "N", _SPEC),
-    _refused("--spec-ngram-map-k4v-size-m", "spec_ngram_map_k4v_size_m", "N", _SPEC),
-    _refused("--spec-ngram-map-k4v-min-hits", "spec_ngram_map_k4v_min_hits", "N", _SPEC),
-    _refused("--spec-ngram-size-n", "spec_ngram_size_n", "N", _SPEC),
-    _refused("--spec-ngram-size-m", "spec_ngram_size_m", "N", _SPEC),
-    _refused("--spec-ngram-min-hits", "spec_ngram_min_hits", "N", _SPEC),
-    _refused("--draft --draft-n --draft-max", "draft_max", "N", _SPEC),
-    _refused("--draft-min --draft-n-min", "draft_min", "N", _SPEC),
+             "n_cpu_moe_draft", "N", _SPEC_PLACEMENT),
+    _f("--spec-draft-n-max", "spec_draft_n_max", "N", type=_non_negative,
+       env="LLAMA_ARG_SPEC_DRAFT_N_MAX", help="most tokens a draft model drafts (default: 3)"),
+    _f("--spec-draft-n-min", "spec_draft_n_min", "N", type=int, env="LLAMA_ARG_SPEC_DRAFT_N_MIN",
+       help="fewest tokens a draft model's draft keeps (default: 0)"),
+    _f("--spec-synth-len", "spec_synth_len", "L", type=float, env="LLAMA_ARG_SPEC_SYNTH_LEN",
+       help="target mean synthetic acceptance length (benchmarking only: the text is not valid)"),
+    _f("--spec-synth-rates", "spec_synth_rates", "P0,P1,...", env="LLAMA_ARG_SPEC_SYNTH_RATES",
+       help="synthetic acceptance rate per draft position (benchmarking only)"),
+    _f("--spec-draft-p-split --draft-p-split", "draft_p_split", "P", type=float,
+       env="LLAMA_ARG_SPEC_DRAFT_P_SPLIT", help="speculative decoding split probability"),
+    _f("--spec-draft-p-min --draft-p-min", "draft_p_min", "P", type=float,
+       env="LLAMA_ARG_SPEC_DRAFT_P_MIN",
+       help="a draft model stops drafting below this probability (default: 0)"),
+    _inert("--spec-draft-backend-sampling", "spec_draft_backend_sampling", None,
+           "llama.cpp samples on the backend for the draft-eagle3/-mtp/-dflash types only, "
+           "which llama_cy does not run", negative=("--no-spec-draft-backend-sampling",),
+           env="LLAMA_ARG_SPEC_DRAFT_BACKEND_SAMPLING"),
+    _f("--spec-draft-sampling", "spec_draft_sampling", "{greedy}", choices=("greedy",),
+       env="LLAMA_ARG_SPEC_DRAFT_SAMPLING",
+       help="greedy: the draft model's argmax, verified by match (probabilistic drafting "
+            "with rejection sampling is not built)"),
+    _refused("--spec-draft-device -devd --device-draft", "device_draft", "<dev1,..>",
+             _SPEC_PLACEMENT),
+    _f("--spec-draft-ngl -ngld --gpu-layers-draft --n-gpu-layers-draft", "n_gpu_layers_draft",
+       "N", type=_gpu_layers, default=-1, env="LLAMA_ARG_N_GPU_LAYERS_DRAFT",
+       help="draft model layers on the GPU: a number, 'auto' or 'all' (default: all)"),
+    _f("--spec-draft-model -md --model-draft", "model_draft", "FNAME",
+       env="LLAMA_ARG_SPEC_DRAFT_MODEL",
+       help="draft model for speculative decoding (draft-simple unless --spec-type says)"),
+    _f("--spec-type", "spec_type", "TYPES", repeat=True, env="LLAMA_ARG_SPEC_TYPE",
+       help="speculative types, comma-separated: draft-simple, ngram-simple, ngram-map-k, "
+            "ngram-map-k4v, ngram-mod, ngram-cache, or none"),
+    _f("--spec-ngram-mod-n-min", "spec_ngram_mod_n_min", "N", type=int,
+       help="ngram-mod: fewest tokens a draft keeps (default: 48)"),
+    _f("--spec-ngram-mod-n-max", "spec_ngram_mod_n_max", "N", type=int,
+       help="ngram-mod: most tokens drafted (default: 64)"),
+    _f("--spec-ngram-mod-n-match", "spec_ngram_mod_n_match", "N", type=int,
+       help="ngram-mod: lookup length (default: 24)"),
+    _f("--spec-ngram-simple-size-n", "spec_ngram_simple_size_n", "N", type=int,
+       help="ngram-simple: length of the lookup n-gram (default: 12)"),
+    _f("--spec-ngram-simple-size-m", "spec_ngram_simple_size_m", "N", type=int,
+       help="ngram-simple: length of the drafted m-gram (default: 48)"),
+    _f("--spec-ngram-simple-min-hits", "spec_ngram_simple_min_hits", "N", type=int,
+       help="ngram-simple: minimum hits (default: 1)"),
+    _f("--spec-ngram-map-k-size-n", "spec_ngram_map_k_size_n", "N", type=int,
+       help="ngram-map-k: length of the lookup n-gram (default: 12)"),
+    _f("--spec-ngram-map-k-size-m", "spec_ngram_map_k_size_m", "N", type=int,
+       help="ngram-map-k: length of the drafted m-gram (default: 48)"),
+    _f("--spec-ngram-map-k-min-hits", "spec_ngram_map_k_min_hits", "N", type=int,
+       help="ngram-map-k: minimum hits (default: 1)"),
+    _f("--spec-ngram-map-k4v-size-n", "spec_ngram_map_k4v_size_n", "N", type=int,
+       help="ngram-map-k4v: length of the lookup n-gram (default: 12)"),
+    _f("--spec-ngram-map-k4v-size-m", "spec_ngram_map_k4v_size_m", "N", type=int,
+       help="ngram-map-k4v: length of the drafted m-gram (default: 48)"),
+    _f("--spec-ngram-map-k4v-min-hits", "spec_ngram_map_k4v_min_hits", "N", type=int,
+       help="ngram-map-k4v: minimum hits (default: 1)"),
+    _refused("--spec-ngram-size-n", "spec_ngram_size_n", "N",
+             "removed from llama-server: use the respective --spec-ngram-*-size-n"),
+    _refused("--spec-ngram-size-m", "spec_ngram_size_m", "N",
+             "removed from llama-server: use the respective --spec-ngram-*-size-m"),
+    _refused("--spec-ngram-min-hits", "spec_ngram_min_hits", "N",
+             "removed from llama-server: use the respective --spec-ngram-*-min-hits"),
+    _f("--draft --draft-n --draft-max", "draft_max", "N", type=_non_negative,
+       env="LLAMA_ARG_DRAFT_MAX",
+       help="older name of --spec-draft-n-max (llama-server b11434 removed it)"),
+    _f("--draft-min --draft-n-min", "draft_min", "N", type=int, env="LLAMA_ARG_DRAFT_MIN",
+       help="older name of --spec-draft-n-min (llama-server b11434 removed it)"),
     # ---- example-specific params ----
-    _refused("-lcs --lookup-cache-static", "lookup_cache_static", "FNAME", _SPEC),
-    _refused("-lcd --lookup-cache-dynamic", "lookup_cache_dynamic", "FNAME", _SPEC),
+    _f("-lcs --lookup-cache-static", "lookup_cache_static", "FNAME",
+       help="ngram-cache: static lookup cache file (read)"),
+    _f("-lcd --lookup-cache-dynamic", "lookup_cache_dynamic", "FNAME",
+       help="ngram-cache: dynamic lookup cache file (read)"),
     _refused("--kv-unified-per-slot", "kv_unified_per_slot", "N",
              "a per-slot cap on the unified KV pool is not built here"),
     _refused("-ctxcp --ctx-checkpoints --swa-checkpoints", "ctx_checkpoints", "N",
@@ -516,7 +568,8 @@ FLAGS: tuple[Flag, ...] = (
     _refused("--gpt-oss-120b-default", "gpt_oss_120b_default", None, _PRESET),
     _refused("--vision-gemma-4b-default", "vision_gemma_4b_default", None, _PRESET),
     _refused("--vision-gemma-12b-default", "vision_gemma_12b_default", None, _PRESET),
-    _refused("--spec-default", "spec_default", None, _SPEC),
+    _f("--spec-default", "spec_default", None,
+       help="llama-server's default speculative decoding: ngram-mod (24, 48, 64)"),
     # ---- llama-cy's own ----
     _f("--queue-size", "queue_size", "N", type=int, default=256,
        help="requests that may wait for a slot (more get 503) [llama-cy]"),
@@ -716,6 +769,66 @@ def _load_mode(mode: str) -> dict[str, bool]:
     }[mode]
 
 
+def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
+    """:class:`~llama_cy.Speculator` keywords from the speculative flags (None: off).
+    A draft model without ``--spec-type`` means draft-simple (llama-server loads it and
+    then drafts nothing)."""
+    types = [t for v in args.spec_type or () for t in _split(v)]
+    if args.spec_default:
+        types.append("ngram-mod")
+    synth = args.spec_synth_len is not None or args.spec_synth_rates is not None
+    if "none" in types or not (types or args.model_draft):
+        if synth:
+            raise SystemExit(
+                "llama-cy serve: --spec-synth-* needs speculative decoding (--spec-type)"
+            )
+        return None
+    out: dict[str, Any] = {"types": list(dict.fromkeys(types or ["draft-simple"]))}
+    n_max = args.spec_draft_n_max if args.spec_draft_n_max is not None else args.draft_max
+    n_min = args.spec_draft_n_min if args.spec_draft_n_min is not None else args.draft_min
+    for key, value in (("n_max", n_max), ("n_min", n_min), ("p_min", args.draft_p_min)):
+        if value is not None:
+            out[key] = value
+    for kind in ("simple", "map_k", "map_k4v"):
+        sizes = {
+            k: getattr(args, f"spec_ngram_{kind}_{k}") for k in ("size_n", "size_m", "min_hits")
+        }
+        if any(v is not None for v in sizes.values()):
+            out[f"ngram_{kind}"] = {k: v for k, v in sizes.items() if v is not None}
+    mod = {k: getattr(args, f"spec_ngram_mod_{k}") for k in ("n_match", "n_min", "n_max")}
+    if any(v is not None for v in mod.values()):
+        out["ngram_mod"] = {k: v for k, v in mod.items() if v is not None}
+    if args.lookup_cache_static or args.lookup_cache_dynamic:
+        out["ngram_cache"] = {
+            "static": args.lookup_cache_static or "",
+            "dynamic": args.lookup_cache_dynamic or "",
+        }
+    if args.spec_synth_len is not None:
+        out["synth_len"] = args.spec_synth_len
+    if args.spec_synth_rates is not None:
+        try:
+            out["synth_rates"] = [float(x) for x in _split(args.spec_synth_rates)]
+        except ValueError:
+            raise SystemExit(
+                "llama-cy serve: --spec-synth-rates: expected numbers, "
+                f"not {args.spec_synth_rates!r}"
+            ) from None
+    draft_context = {
+        "type_k": args.cache_type_k_draft,
+        "type_v": args.cache_type_v_draft,
+        "n_threads": args.threads_draft if args.threads_draft and args.threads_draft > 0 else None,
+        "n_threads_batch": (
+            args.threads_batch_draft
+            if args.threads_batch_draft and args.threads_batch_draft > 0
+            else None
+        ),
+    }
+    if draft_context["n_threads_batch"] is None:
+        draft_context["n_threads_batch"] = draft_context["n_threads"]
+    out["draft_context"] = {k: v for k, v in draft_context.items() if v is not None}
+    return out
+
+
 def settings_from_args(args: argparse.Namespace, model: str) -> Any:
     """The :class:`~llama_cy.server.ServerSettings` that the parsed flags ask for."""
     from llama_cy.chat import chat_format_names
@@ -830,4 +943,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         sampling=sampling,
         context={k: v for k, v in context.items() if v is not None},
         load=load,
+        speculative=_speculative(args),
+        model_draft=args.model_draft,
+        n_gpu_layers_draft=args.n_gpu_layers_draft,
     )

@@ -67,7 +67,7 @@ HELP = {
 
 def counters(server: Server) -> dict[str, float]:
     """The counters so far: those of the engines that slept, plus the running one's
-    (speculative decoding is not built, so its counters stay 0)."""
+    (the speculative ones stay 0 without speculative decoding)."""
     now: dict[str, float] = {
         "prompt_tokens_total": 0.0,
         "prompt_tokens_cached_total": 0.0,
@@ -92,6 +92,9 @@ def counters(server: Server) -> dict[str, float]:
             tokens_predicted_seconds_total=e.t_predicted_s,
             n_decode_total=e.n_decode,
             n_tokens_max=e.n_tokens_max,
+            spec_decode_num_draft_tokens_total=e.n_draft_tokens,
+            spec_decode_num_accepted_tokens_total=e.n_draft_accepted,
+            spec_decode_num_drafts_total=e.n_draft_steps,
             n_busy_slots=e.n_busy_slots,
         )
     elif emb is not None:  # an embedding server: its decodes are all prompt

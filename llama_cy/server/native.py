@@ -383,6 +383,11 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
         # llama.cpp's adaptive-p sampler is not in llama_cy's chain: reported off.
         "adaptive_target": -1.0,
         "adaptive_decay": 0.9,
+        "speculative.types": (
+            server.engine.spec.types
+            if server.engine is not None and server.engine.spec is not None
+            else "none"
+        ),
     }
     for s in SAMPLING_SETTINGS:
         value = getattr(p, s.name)
@@ -437,7 +442,9 @@ class NativeShaper(Shaper):
         if chunk.text or chunk.tokens or chunk.stop_reason is None:
             out.append(self._partial(chunk))
         if chunk.stop_reason is not None and chunk.timings is not None:
-            final = self._final("", [], chunk.stop_reason, chunk.stop, chunk.timings)
+            final = self._final(
+                "", [], chunk.stop_reason, chunk.stop, chunk.timings, chunk.truncated
+            )
             out.append(final)
         return out
 
@@ -445,7 +452,9 @@ class NativeShaper(Shaper):
         self._n = len(done.tokens)
         self._new_line = "\n" in done.text
         tokens = done.tokens if self.return_tokens else []
-        out = self._final(done.text, tokens, done.stop_reason, done.stop, done.timings)
+        out = self._final(
+            done.text, tokens, done.stop_reason, done.stop, done.timings, done.truncated
+        )
         if done.logprobs:
             out["completion_probabilities"] = self._probabilities(done.logprobs)
         return _pick(out, self.fields) if self.fields else out
@@ -454,7 +463,13 @@ class NativeShaper(Shaper):
         return probabilities(lps, self.job.post_sampling_probs)
 
     def _final(
-        self, text: str, tokens: list[int], reason: str, stop: str | None, timings: Timings
+        self,
+        text: str,
+        tokens: list[int],
+        reason: str,
+        stop: str | None,
+        timings: Timings,
+        truncated: bool,
     ) -> dict[str, Any]:
         n_prompt = len(self.job.tokens)
         model = self.server.model
@@ -472,7 +487,7 @@ class NativeShaper(Shaper):
             ),
             "prompt": model.detokenize(self.job.tokens, unparse_special=True),
             "has_new_line": self._new_line,
-            "truncated": False,
+            "truncated": truncated,
             "stop_type": _STOP_TYPES[reason],
             "stopping_word": stop or "",
             "tokens_cached": n_prompt + self._n,

@@ -22,6 +22,7 @@ class ServerSettings:
     :data:`~llama_cy.settings.SAMPLING_SETTINGS` (llama-server's own defaults otherwise).
     ``context`` and ``load`` are extra keywords of :class:`~llama_cy.LlamaContext` and
     :meth:`~llama_cy.LlamaModel.load` (KV cache types, RoPE, split mode, ...).
+    ``speculative`` turns on speculative decoding for every slot.
     """
 
     model: str
@@ -87,6 +88,10 @@ class ServerSettings:
     sampling: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
     load: Mapping[str, Any] = field(default_factory=dict)
+    #: :class:`~llama_cy.Speculator` keywords (speculative decoding), less the draft model
+    speculative: Mapping[str, Any] | None = None
+    model_draft: str | None = None  #: -md: the draft model's file
+    n_gpu_layers_draft: int = -1
 
     @property
     def model_id(self) -> str:

@@ -1,0 +1,118 @@
+"""What ``Llama(draft_model=...)`` takes, turned into :class:`~llama_cy.Speculator` settings.
+
+``draft_model`` is llama-cpp-python's argument: there it takes a ``LlamaDraftModel``,
+in practice :class:`LlamaPromptLookupDecoding`. Here it takes that class (mapped onto
+llama.cpp's ``ngram-simple``), a draft model (a path or a loaded
+:class:`~llama_cy.LlamaModel`, for llama.cpp's ``draft-simple``), or llama-server's
+``--spec-type`` names for the n-gram types.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llama_cy._context import LlamaContext
+from llama_cy._model import LlamaModel
+from llama_cy._speculative import SPEC_TYPES, Speculator
+
+__all__ = ["DraftModel", "LlamaPromptLookupDecoding", "speculator", "speculator_settings"]
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaPromptLookupDecoding:
+    """llama-cpp-python's prompt lookup decoding: draft the ``num_pred_tokens`` tokens
+    that followed the last time the sequence's latest ``max_ngram_size`` tokens
+    appeared in it. Run by llama.cpp's ``ngram-simple`` drafter (``size_n`` =
+    ``max_ngram_size``, ``size_m`` = ``num_pred_tokens``), which looks for that n-gram
+    only, where llama-cpp-python also tries shorter ones.
+    """
+
+    num_pred_tokens: int = 10
+    max_ngram_size: int = 2
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_pred_tokens <= 1024:
+            raise ValueError(f"num_pred_tokens must be in [1, 1024], got {self.num_pred_tokens}")
+        if not 1 <= self.max_ngram_size <= 1024:
+            raise ValueError(f"max_ngram_size must be in [1, 1024], got {self.max_ngram_size}")
+
+
+#: What ``draft_model=`` takes.
+DraftModel = LlamaPromptLookupDecoding | LlamaModel | str | os.PathLike[str]
+
+
+def speculator_settings(
+    draft_model: DraftModel,
+    *,
+    draft_max: int | None = None,
+    draft_min: int | None = None,
+    draft_p_min: float | None = None,
+    load: Callable[[str | os.PathLike[str]], LlamaModel],
+) -> dict[str, Any]:
+    """:class:`~llama_cy.Speculator` keywords for ``draft_model``; ``load`` loads a draft
+    model from a path. ``draft_max``/``draft_min``/``draft_p_min`` (llama-server's
+    ``--draft-max``/``--draft-min``/``--draft-p-min``) bound a draft model's drafts,
+    so they are refused with the n-gram types, which have no use for them."""
+    if isinstance(draft_model, LlamaPromptLookupDecoding):
+        settings: dict[str, Any] = {
+            "types": "ngram-simple",
+            "ngram_simple": {
+                "size_n": draft_model.max_ngram_size,
+                "size_m": draft_model.num_pred_tokens,
+            },
+        }
+    elif isinstance(draft_model, LlamaModel):
+        settings = {"types": "draft-simple", "draft_model": draft_model}
+    elif isinstance(draft_model, str) and _is_type_list(draft_model):
+        if "draft-simple" in draft_model:
+            raise ValueError("draft-simple needs a draft model: pass its path or LlamaModel")
+        settings = {"types": draft_model}
+    elif isinstance(draft_model, (str, os.PathLike)):
+        settings = {"types": "draft-simple", "draft_model": load(draft_model)}
+    else:
+        raise TypeError(
+            "draft_model must be a LlamaPromptLookupDecoding, a draft model (path or "
+            f"LlamaModel) or speculative type names ({', '.join(SPEC_TYPES[1:])}), "
+            f"not {type(draft_model).__name__}"
+        )
+    given = {"draft_max": draft_max, "draft_min": draft_min, "draft_p_min": draft_p_min}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given and "draft_model" not in settings:
+        raise ValueError(
+            f"{', '.join(given)}: bounds for a draft model's drafts, and there is none"
+        )
+    if draft_max is not None:
+        if draft_max < 1:
+            raise ValueError(f"draft_max must be at least 1, got {draft_max}")
+        settings["n_max"] = draft_max
+    if draft_min is not None:
+        settings["n_min"] = draft_min
+    if draft_p_min is not None:
+        settings["p_min"] = draft_p_min
+    return settings
+
+
+def _is_type_list(text: str) -> bool:
+    names = [t.strip() for t in text.split(",")]
+    return bool(names) and all(n in SPEC_TYPES for n in names)
+
+
+def speculator(ctx: LlamaContext, settings: dict[str, Any], context: dict[str, Any]) -> Speculator:
+    """A :class:`~llama_cy.Speculator` on ``ctx`` from ``settings`` (its keywords); a draft
+    context gets the KV and thread settings of ``context`` (the target's keywords)
+    unless ``settings["draft_context"]`` sets them."""
+    if ctx.model.is_recurrent or ctx.model.is_hybrid:
+        raise ValueError(
+            "speculative decoding needs a KV cache that can drop a rejected draft: "
+            "recurrent and hybrid models are not supported"
+        )
+    kw = dict(settings)
+    if kw.get("draft_model") is not None:
+        shared = ("kv_unified", "n_threads", "n_threads_batch", "flash_attn", "swa_full")
+        draft_context = {k: context[k] for k in shared if context.get(k) is not None}
+        draft_context.update(kw.get("draft_context") or {})
+        kw["draft_context"] = draft_context
+    return Speculator(ctx, **kw)
