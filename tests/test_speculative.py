@@ -9,6 +9,7 @@ copies; Gemma drafting for itself) or mostly rejected (a draft model with other 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,8 @@ from tiny_model import write_tiny_llama
 import llama_cy as lc
 from llama_cy import cli
 from llama_cy.errors import ClosedError, InvalidTokenError, ModelLoadError
-from llama_cy.generation import Job
+from llama_cy.generation import Job, run
 from llama_cy.generation import Sequence as KVSequence
-from llama_cy.generation import run
 from llama_cy.sampling import SamplingParams
 from llama_cy.server.flags import settings_from_args
 
@@ -423,21 +423,13 @@ def test_server_speculation_keeps_greedy_output(servers: dict[str, Server]) -> N
         )
         # two clients at once: one batch per step carries both slots' drafts
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-        from concurrent.futures import ThreadPoolExecutor
+
+        def complete(client: openai.OpenAI = client) -> str:
+            done = client.completions.create(model="m", prompt=COPY, max_tokens=N, temperature=0)
+            return done.choices[0].text
 
         with ThreadPoolExecutor(2) as pool:
-            texts = list(
-                pool.map(
-                    lambda _: (
-                        client.completions.create(
-                            model="m", prompt=COPY, max_tokens=N, temperature=0
-                        )
-                        .choices[0]
-                        .text
-                    ),
-                    range(2),
-                )
-            )
+            texts = list(pool.map(lambda _: complete(), range(2)))
         assert texts == [want["content"]] * 2
         slots = server.slots()
         assert all(s["speculative"] for s in slots)
@@ -461,7 +453,7 @@ def _metric(text: str, name: str) -> float:
 def test_server_refuses_bad_draft_settings(gemma_path: Path, tiny_model_path: Path) -> None:
     with pytest.raises(RuntimeError, match="vocab"):
         Server(gemma_path, "-md", str(tiny_model_path), "--no-warmup")
-    with pytest.raises(RuntimeError, match="missing.gguf"):
+    with pytest.raises(RuntimeError, match=r"missing\.gguf"):
         Server(gemma_path, "-md", "missing.gguf", "--no-warmup")
     with pytest.raises(RuntimeError, match="n_max"):
         Server(gemma_path, "-md", str(gemma_path), "--spec-draft-n-max", "0", "--no-warmup")
