@@ -31,6 +31,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 import cases  # noqa: E402
 import native  # noqa: E402
 import server_load  # noqa: E402
+import speculative  # noqa: E402
 from reference_loop import build_reference, run_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
@@ -553,6 +554,102 @@ def bench_server(
             rows.append(c)
 
 
+def bench_speculative(
+    rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
+) -> None:
+    """(9) Speculative decoding on an input-copying task (bench/speculative.py)."""
+    path = models["gemma"]
+    model = lc.LlamaModel.load(path)
+    kw: dict[str, Any] = {"n_ctx": 2048, "n_threads": args.threads}
+    plain = lc.Llama.from_model(model, **kw)
+    drafts: dict[str, Any] = {
+        f"draft_model={speculative.SPEC_TYPE!r}": speculative.SPEC_TYPE,
+        "LlamaPromptLookupDecoding(10, 2)": lc.LlamaPromptLookupDecoding(10, 2),
+    }
+    _, want = speculative.llama_speed(plain)
+
+    def speed_of(llm: lc.Llama) -> Callable[[], float]:
+        return lambda: speculative.llama_speed(llm)[0]
+
+    for label, draft in drafts.items():
+        spec = lc.Llama.from_model(model, draft_model=draft, **kw)
+        _, got = speculative.llama_speed(spec)
+        if got.tokens != want.tokens:
+            raise RuntimeError(f"{label}: speculative output differs from greedy output")
+        rows.append(
+            alternate(
+                Comparison(
+                    f"(9) Llama greedy, copy task, {label} ({got.timings.draft_n_accepted}/"
+                    f"{got.timings.draft_n} drafted accepted)",
+                    "tok/s",
+                    "≥ 1.5",
+                    "the same Llama without it",
+                ),
+                args.rounds,
+                speed_of(spec),
+                speed_of(plain),
+            )
+        )
+        spec.close()
+    plain.close()
+    model.close()
+
+    port = 18450
+    threads = str(args.threads)
+    base = ["-m", str(path), "--port", str(port), "-np", "1", "-c", "4096", "-t", threads]
+    programs = {
+        "llama_cy": [sys.executable, "-m", "llama_cy", "serve"],
+        "llama-server": [str(tools["llama-server"])],
+    }
+    configs = {
+        "plain": [],
+        "ngram": ["--spec-type", speculative.SPEC_TYPE],
+        "pair": ["-md", str(path), "--spec-type", "draft-simple",
+                 "--spec-draft-n-max", str(speculative.DRAFT_MAX)],
+    }  # fmt: skip
+    speed: dict[tuple[str, str], list[float]] = {(p, c): [] for p in programs for c in configs}
+    for _ in range(min(args.rounds, 3)):
+        for prog, cmd in programs.items():
+            for config, flags in configs.items():
+                log = WORK / f"spec-{prog}-{config}.log"
+                server = server_load.ServerProcess([*cmd, *base, *flags], port, log)
+                try:
+                    speed[prog, config].append(speculative.completion_speed(port))
+                finally:
+                    server.stop()
+                print(f"  {prog} {config}: {speed[prog, config][-1]:.1f} tok/s", flush=True)
+    gain = {
+        p: [s / b for s, b in zip(speed[p, "ngram"], speed[p, "plain"], strict=True)]
+        for p in programs
+    }
+    c = Comparison(
+        f"(9) server speed-up from --spec-type {speculative.SPEC_TYPE}, copy task",
+        "x",
+        "≥ 0.95",
+        "llama-server's speed-up",
+    )
+    c.ours, c.theirs = gain["llama_cy"], gain["llama-server"]
+    rows.append(c)
+    c = Comparison(
+        f"(9) llama-cy serve --spec-type {speculative.SPEC_TYPE} vs its plain decoding",
+        "tok/s",
+        "≥ 1.5",
+        "llama-cy serve without it",
+    )
+    c.ours, c.theirs = speed["llama_cy", "ngram"], speed["llama_cy", "plain"]
+    rows.append(c)
+    c = Comparison(
+        f"(9) server, draft model pair (gemma drafting gemma, draft-max {speculative.DRAFT_MAX})",
+        "tok/s",
+        "≥ 0.95",
+        "llama-server, same pair",
+    )
+    c.ours, c.theirs = speed["llama_cy", "pair"], speed["llama-server", "pair"]
+    rows.append(c)
+    for c in rows[-3:]:
+        print(f"  {c.name}: ratio {c.ratio():.3f}", flush=True)
+
+
 # ---- report ---------------------------------------------------------------------------
 
 
@@ -614,9 +711,9 @@ def main() -> None:
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument(
         "--only",
-        choices=["server", "threads", "core", "batched"],
+        choices=["server", "threads", "core", "batched", "speculative"],
         help="run one group of comparisons: server (7), threads (8), batched (6), "
-        "or core (1) and (4)",
+        "speculative (9), or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -642,6 +739,11 @@ def main() -> None:
         bench_batched(rows, native.build_tools(WORK / "native"), models, args)
         print(f"wrote {report(rows, args, args.out, suffix='-batched')}")
         return
+    if args.only == "speculative":
+        rows = []
+        bench_speculative(rows, native.build_tools(WORK / "native"), models, args)
+        print(f"wrote {report(rows, args, args.out, suffix='-speculative')}")
+        return
     if args.only == "core":
         rows = []
         loop = build_reference(WORK / "loop")
@@ -661,6 +763,7 @@ def main() -> None:
         bench_pp(rows, tools, models, args)
         bench_batched(rows, tools, models, args)
         bench_server(rows, tools, models, args, python)
+        bench_speculative(rows, tools, models, args)
         bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
     print(f"wrote {report(rows, args, args.out)}")
 

@@ -1,5 +1,5 @@
 from collections.abc import Mapping, Sequence
-from typing import Any, final
+from typing import Any, Self, final
 
 import numpy as np
 import numpy.typing as npt
@@ -15,8 +15,8 @@ SPEC_TYPES: tuple[str, ...]
 class Speculator(Handle):
     """llama.cpp's speculative drafting for the sequences of a target context."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         target: LlamaContext,
         types: str | Sequence[str] | None = None,
         *,
@@ -32,7 +32,7 @@ class Speculator(Handle):
         ngram_cache: Mapping[str, str] | None = None,
         synth_len: float | None = None,
         synth_rates: Sequence[float] | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def target(self) -> LlamaContext: ...
     @property

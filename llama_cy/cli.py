@@ -102,6 +102,49 @@ def _add_sampling(p: argparse.ArgumentParser, n_predict: int) -> None:
     )
 
 
+def _add_speculative(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("speculative decoding (llama-cli's flags)")
+    g.add_argument(
+        "--spec-type",
+        help="n-gram drafting: ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, "
+        "ngram-cache (comma-separated); draft-simple with -md",
+    )
+    g.add_argument("-md", "--model-draft", "--spec-draft-model", help="draft model (draft-simple)")
+    g.add_argument(
+        "--spec-draft-n-max", "--draft-max", type=int, help="most tokens a draft model drafts"
+    )
+    g.add_argument(
+        "--spec-draft-n-min", "--draft-min", type=int, help="fewest tokens a draft keeps"
+    )
+    g.add_argument(
+        "--spec-draft-p-min", "--draft-p-min", type=float, help="draft model's stop probability"
+    )
+    g.add_argument(
+        "-ngld",
+        "--spec-draft-ngl",
+        "--gpu-layers-draft",
+        type=int,
+        default=0,
+        help="draft model layers on the GPU (-1: all)",
+    )
+
+
+def _speculative(args: argparse.Namespace) -> dict[str, Any]:
+    """``Llama``'s draft keywords from the speculative flags (none: off)."""
+    types, draft = getattr(args, "spec_type", None), getattr(args, "model_draft", None)
+    if types in (None, "none") and not draft:
+        return {}
+    if draft and types not in (None, "draft-simple"):
+        raise SystemExit("llama-cy: -md is the draft-simple type's model; drop --spec-type")
+    return {
+        "draft_model": draft or types,
+        "draft_max": args.spec_draft_n_max,
+        "draft_min": args.spec_draft_n_min,
+        "draft_p_min": args.spec_draft_p_min,
+        "draft_n_gpu_layers": args.spec_draft_ngl,
+    }
+
+
 def _add_chat_template(p: argparse.ArgumentParser) -> None:
     from llama_cy.chat import REASONING_FORMATS
 
@@ -230,15 +273,19 @@ def _llama(args: argparse.Namespace, **extra: Any) -> Any:
         flash_attn=_flash(args.flash_attn),
         progress=_Bar(f"loading {os.path.basename(path)}"),
         rpc_servers=args.rpc,
+        **_speculative(args),
         **extra,
     )
 
 
 def _timings_line(t: Any) -> str:
-    return (
+    line = (
         f"prompt: {t.prompt_n} tokens, {t.prompt_per_second:.1f} t/s | "
         f"generation: {t.predicted_n} tokens, {t.predicted_per_second:.1f} t/s"
     )
+    if t.draft_n:
+        line += f" | drafts: {t.draft_n_accepted}/{t.draft_n} accepted"
+    return line
 
 
 # ---- run ------------------------------------------------------------------------------
@@ -695,6 +742,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print only the generated text",
     )
     _add_sampling(p, n_predict=-1)
+    _add_speculative(p)
     p.set_defaults(fn=_run)
 
     p = sub.add_parser(
@@ -706,6 +754,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-sys", "--system-prompt", help="the system message")
     _add_chat_template(p)
     _add_sampling(p, n_predict=-1)
+    _add_speculative(p)
     p.set_defaults(fn=_chat)
 
     p = sub.add_parser(

@@ -84,7 +84,6 @@ def test_server_fields_and_renames_come_from_the_table() -> None:
     ("name", "value"),
     [
         ("chat_handler", object()),
-        ("draft_model", object()),
         ("logits_all", True),
         ("spm_infill", True),
         ("tokenizer", object()),

@@ -8,6 +8,8 @@ copies; Gemma drafting for itself) or mostly rejected (a draft model with other 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -474,3 +476,19 @@ def test_server_mostly_rejected_drafts(tiny_model_path: Path, tiny_draft: Path) 
     t = got["timings"]
     assert t["draft_n"] > 40
     assert t["draft_n_accepted"] < t["draft_n"] // 4
+
+
+def test_cli_run_with_speculation(gemma_path: Path, reference: lc.Completion) -> None:
+    def run_cli(*flags: str) -> subprocess.CompletedProcess[str]:
+        args = ["-m", str(gemma_path), "-p", COPY, "-n", str(N), "--temp", "0", "-t", "2"]
+        cmd = [sys.executable, "-m", "llama_cy", "run", *args, "--no-display-prompt", *flags]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+    for flags in (("--spec-type", "ngram-map-k"), ("-md", str(gemma_path), "--draft-max", "4")):
+        r = run_cli(*flags)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == reference.text + "\n"
+        assert "accepted" in r.stderr.splitlines()[-1]  # "drafts: A/D accepted"
+    r = run_cli("--spec-type", "ngram-simple", "-md", str(gemma_path))
+    assert r.returncode != 0
+    assert "draft-simple" in r.stderr
