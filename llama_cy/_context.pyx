@@ -32,7 +32,7 @@ from llama_cy._backend import available_cpus, default_n_threads
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._guard cimport init_context, last_abort
 from llama_cy._model cimport LlamaModel
-from llama_cy._sigint cimport interrupt_begin, interrupt_deliver, interrupt_end, sigaction_t
+from llama_cy._sigint cimport interrupt_begin, interrupt_deliver, interrupt_end, lcy_sigint_saved
 from llama_cy._view cimport ViewOwner, array_view
 
 from llama_cy.errors import (
@@ -365,7 +365,7 @@ cdef class LlamaContext(ViewOwner):
                 "embeddings views. Drop them (or copy them) first.")
         cdef int32_t rc
         cdef bint interruptible = False
-        cdef sigaction_t saved
+        cdef lcy_sigint_saved saved
         self._lock_acquire()
         batch._acquire()  # close() of the batch from another thread waits for this decode
         try:

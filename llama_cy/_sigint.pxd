@@ -1,12 +1,10 @@
-cdef extern from "<signal.h>" nogil:
-    ctypedef struct sigset_t:
+cdef extern from "_sigint_shim.h" nogil:
+    # The handler in place before ours: restored exactly where the platform allows
+    # (POSIX sigaction), else the handler itself (Windows, the C standard's signal()).
+    ctypedef struct lcy_sigint_saved:
         pass
-    ctypedef struct sigaction_t "struct sigaction":
-        void (*sa_handler)(int)
-        int sa_flags
-        sigset_t sa_mask
 
 
-cdef bint interrupt_begin(volatile int *flag, sigaction_t *saved) noexcept
-cdef void interrupt_end(sigaction_t *saved) noexcept
+cdef bint interrupt_begin(volatile int *flag, lcy_sigint_saved *saved) noexcept
+cdef void interrupt_end(lcy_sigint_saved *saved) noexcept
 cdef int interrupt_deliver() except -1

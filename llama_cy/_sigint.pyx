@@ -11,13 +11,14 @@ signal to it (``KeyboardInterrupt`` by default).
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.pythread cimport PyThread_get_thread_ident
 from libc.signal cimport SIGINT, raise_ as raise_signal
-from libc.string cimport memset
 
 
-cdef extern from "<signal.h>" nogil:
-    int sigaction(int signum, const sigaction_t *act, sigaction_t *oldact)
-    int sigemptyset(sigset_t *set)
-    void (*SIG_IGN)(int)
+cdef extern from "_sigint_shim.h" nogil:
+    ctypedef void (*lcy_sigint_handler)(int) noexcept nogil
+    lcy_sigint_handler lcy_sigint_current()
+    void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *saved)
+    void lcy_sigint_restore(const lcy_sigint_saved *saved)
+    bint lcy_sigint_ignored(lcy_sigint_handler handler)
 
 
 # The abort flag of the context decoding on the main thread now.
@@ -30,27 +31,22 @@ cdef void _on_sigint(int signum) noexcept nogil:
         _flag[0] = 2
 
 
-cdef bint interrupt_begin(volatile int *flag, sigaction_t *saved) noexcept:
+cdef bint interrupt_begin(volatile int *flag, lcy_sigint_saved *saved) noexcept:
     """On the main thread, make Ctrl-C set ``flag[0] = 2`` until :func:`interrupt_end`;
     False (nothing done) on other threads or where Ctrl-C is ignored (a background job)."""
     global _flag
     if PyThread_get_thread_ident() != _main_thread:
         return False
-    sigaction(SIGINT, NULL, saved)
-    if saved.sa_handler == SIG_IGN:
+    if lcy_sigint_ignored(lcy_sigint_current()):
         return False
-    cdef sigaction_t act
-    memset(&act, 0, sizeof(act))
-    act.sa_handler = _on_sigint
-    sigemptyset(&act.sa_mask)
     _flag = flag
-    sigaction(SIGINT, &act, saved)
+    lcy_sigint_install(_on_sigint, saved)
     return True
 
 
-cdef void interrupt_end(sigaction_t *saved) noexcept:
+cdef void interrupt_end(lcy_sigint_saved *saved) noexcept:
     global _flag
-    sigaction(SIGINT, saved, NULL)
+    lcy_sigint_restore(saved)
     _flag = NULL
 
 

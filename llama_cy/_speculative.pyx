@@ -186,6 +186,13 @@ cdef class Speculator(Handle):
         return self._draft is not None
 
     @property
+    def can_shift(self):
+        """Whether the draft context can shift positions (a context shift); True
+        without a draft model."""
+        self._ensure_alive()
+        return self._draft is None or self._draft.can_shift
+
+    @property
     def synth_probs(self):
         """Synthetic acceptance (``synth_len``/``synth_rates``): the probability that draft
         token ``i`` is accepted given that the ones before it were, whatever the target

@@ -423,6 +423,8 @@ class Sequence:
         """Context shift: drop half of what follows the first ``n_keep`` tokens."""
         if not self.context_shift or not self.ctx.can_shift:
             return False
+        if self.spec is not None and not self.spec.can_shift:
+            return False
         n_past = len(self.cache)
         keep = min(self.n_keep, n_past - 1)
         n_discard = (n_past - keep) // 2

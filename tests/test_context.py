@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -1050,3 +1052,46 @@ def test_context_on_a_closed_model_raises_closed_error(tiny_model_path: Path) ->
     model.close()
     with pytest.raises(ClosedError):
         lc.LlamaContext(model, n_ctx=64)
+
+
+SIGINT_SHIM_PROGRAM = r"""
+#include <stdio.h>
+#include "_sigint_shim.h"
+
+static volatile int hits = 0;
+static void on_int(int sig) { (void) sig; hits++; }
+
+int main(void) {
+    lcy_sigint_handler before = lcy_sigint_current();
+    if (!lcy_sigint_ignored(SIG_IGN) || lcy_sigint_ignored(on_int)) return 1;
+    lcy_sigint_saved saved;
+    lcy_sigint_install(on_int, &saved);
+    if (lcy_sigint_current() != on_int) return 2;
+    raise(SIGINT);
+    if (hits != 1) return 3;
+    lcy_sigint_restore(&saved);
+    if (lcy_sigint_current() != before) return 4;
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("platform", ["posix", "windows"])
+def test_sigint_shim_installs_and_restores(tmp_path: Path, platform: str) -> None:
+    """Both branches of the Ctrl-C shim: sigaction (POSIX) and the C standard's signal()
+    (the Windows branch, which compiles and runs on any C library, so it is checked here
+    without Windows)."""
+    cc = shutil.which(sysconfig.get_config_var("CC").split()[0]) or shutil.which("cc")
+    assert cc is not None, "no C compiler (the package's own build needs one)"
+    src = tmp_path / "shim.c"
+    src.write_text(SIGINT_SHIM_PROGRAM)
+    exe = tmp_path / "shim"
+    flags = ["-D_WIN32"] if platform == "windows" else []
+    include = Path(__file__).resolve().parent.parent / "llama_cy"  # the source tree's
+    build = subprocess.run(
+        [cc, *flags, "-I", str(include), str(src), "-o", str(exe)], capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert (run.returncode, run.stdout) == (0, "ok\n"), run.stderr

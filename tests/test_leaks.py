@@ -4,12 +4,12 @@ keeps the process's memory flat and leaves no handle (or Python sampler) behind.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 from collections import Counter
 
 import numpy as np
 import numpy.typing as npt
+import psutil
 
 import llama_cy as lc
 
@@ -40,9 +40,9 @@ HANDLE_TYPES = (lc.LlamaContext, lc.LlamaBatch, lc.LlamaSampler, Nudge)
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        resident_pages = int(f.read().split()[1])
-    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+    """This process's resident memory now (psutil: Linux, macOS and Windows alike)."""
+    rss: int = psutil.Process().memory_info().rss
+    return rss
 
 
 def live_handles() -> Counter[str]:
