@@ -303,6 +303,34 @@ class Sequence:
         self.draft, self.rows = [], []
         self._cut(len(self.cache))
 
+    def forget(self) -> None:
+        """Empty this sequence's cache, in the context and the draft context."""
+        self.ctx.seq_rm(self.id, -1, -1)
+        if self.spec is not None:
+            self.spec.seq_rm(self.id, -1, -1)
+        self.cache = []
+
+    def restored(self, tokens: list[int]) -> None:
+        """The context's sequence was loaded with ``tokens`` (a slot file): a draft
+        model's context decodes them too, so that it holds what the context holds."""
+        self.cache = list(tokens)
+        spec = self.spec
+        if spec is None or not spec.has_draft_model:
+            return
+        spec.seq_rm(self.id, -1, -1)
+        n = self.ctx.n_batch
+        batch = LlamaBatch(n)
+        try:
+            for start in range(0, len(tokens), n):
+                batch.clear()
+                batch.add_sequence(tokens[start : start + n], start, self.id, logits_last=True)
+                spec.process(batch)
+        except BaseException:
+            self.forget()
+            raise
+        finally:
+            batch.close()
+
     def _cut(self, n: int) -> int:
         """Keep the first ``n`` cached tokens, in the context and the draft context; all
         are dropped where a suffix cannot be (recurrent models). The tokens kept."""

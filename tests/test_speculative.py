@@ -492,3 +492,31 @@ def test_cli_run_with_speculation(gemma_path: Path, reference: lc.Completion) ->
     r = run_cli("--spec-type", "ngram-simple", "-md", str(gemma_path))
     assert r.returncode != 0
     assert "draft-simple" in r.stderr
+
+
+def test_server_slot_actions_keep_the_draft_context_in_step(
+    tiny_model_path: Path, tiny_draft: Path, tmp_path: Path
+) -> None:
+    """Erase and restore change a slot's cache behind the engine's back: the draft
+    context follows (emptied, or given the restored tokens), and the next request on
+    that slot drafts on without an error and with the same output."""
+    body = {"prompt": "Once upon a time", "n_predict": 24, "temperature": 0, "id_slot": 0}
+    args = ["-np", "1", "-c", "512", "-t", "2", "--no-warmup", "--slot-save-path", str(tmp_path)]
+    with Server(tiny_model_path, *args, "-md", str(tiny_draft), "--spec-draft-n-max", "3") as s:
+        status, _, first = s.request("POST", "/completion", body)
+        assert status == 200, first
+        save = {"filename": "slot.bin"}
+        for action in ("save", "erase", None, "restore", None, "erase", "restore"):
+            if action is None:
+                status, _, again = s.request("POST", "/completion", body)
+                assert status == 200, again
+                assert again["content"] == first["content"]
+                assert again["timings"]["draft_n"] > 0
+                continue
+            status, _, out = s.request("POST", f"/slots/0?action={action}", save)
+            assert status == 200, (action, out)
+        # after the last restore the cache holds prompt and answer: the prefix is reused
+        status, _, again = s.request("POST", "/completion", body)
+        assert status == 200, again
+        assert again["content"] == first["content"]
+        assert again["timings"]["cache_n"] > 0

@@ -533,17 +533,15 @@ def _restore(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
     try:
         tokens = slot.ctx.state_seq_load_file(path, slot.id).tolist()
     except Exception as exc:
-        slot.ctx.seq_rm(slot.id)
-        slot.cache = []
+        slot.forget()
         raise ApiError(400, f"cannot restore the slot from that file: {exc}") from None
     n_ctx = server.generating().n_ctx_slot
     if len(tokens) > n_ctx:
-        slot.ctx.seq_rm(slot.id)
-        slot.cache = []
+        slot.forget()
         raise ApiError(
             400, f"the saved slot holds {len(tokens)} tokens, more than a slot's {n_ctx}"
         )
-    slot.cache = tokens
+    slot.restored(tokens)
     ms = (time.perf_counter() - t0) * 1e3
     return {
         "filename": os.path.basename(path),
@@ -556,8 +554,7 @@ def _restore(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
 def _erase(slot: Sequence) -> dict[str, Any]:
     n = len(slot.cache)
     slot.release()
-    slot.ctx.seq_rm(slot.id)
-    slot.cache = []
+    slot.forget()
     return {"n_erased": n}
 
 
