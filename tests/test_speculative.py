@@ -445,6 +445,22 @@ def test_server_speculation_keeps_greedy_output(servers: dict[str, Server]) -> N
         assert _metric(metrics, "llamacpp:spec_decode_num_drafts_total") > 0
 
 
+@pytest.mark.parametrize("spec_type", ["ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"])
+def test_server_each_ngram_type_keeps_greedy_output(
+    servers: dict[str, Server], gemma_path: Path, spec_type: str
+) -> None:
+    body = {"prompt": COPY, "n_predict": N, "temperature": 0, "return_tokens": True}
+    status, _, want = servers["plain"].request("POST", "/completion", body)
+    assert status == 200, want
+    with Server(gemma_path, "-np", "1", "-c", "1024", "-t", "2", "--no-warmup",
+                "--spec-type", spec_type) as server:  # fmt: skip
+        status, _, got = server.request("POST", "/completion", body)
+    assert status == 200, got
+    assert got["tokens"] == want["tokens"]
+    assert got["timings"]["draft_n"] > N // 2
+    assert got["generation_settings"]["speculative.types"] == spec_type
+
+
 def _metric(text: str, name: str) -> float:
     for line in text.splitlines():
         if line.startswith(name + " "):
