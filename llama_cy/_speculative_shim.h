@@ -10,9 +10,11 @@
 
 #include "common.h"
 #include "json.h"
+#include "ngram-cache.h"
 #include "speculative.h"
 
 #include <cstdint>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +22,35 @@
 namespace lcy {
 
 using json = common_json;
+
+// A lookup-cache file as common_ngram_cache_load reads it (records of an n-gram, a count
+// n > 0, then n pairs of token and count > 0), checked first: that loader aborts the
+// process on a missing, truncated or malformed file.
+inline void check_lookup_cache(const std::string & path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+        throw std::invalid_argument("cannot open the lookup cache file '" + path + "'");
+    }
+    auto bad = [&](const char * why) {
+        return std::invalid_argument("the lookup cache file '" + path + "' is " + why);
+    };
+    common_ngram ngram;
+    int32_t n = 0;
+    int32_t pair[2];
+    while (f.read(reinterpret_cast<char *>(&ngram), sizeof(ngram))) {
+        if (!f.read(reinterpret_cast<char *>(&n), sizeof(n)) || n <= 0) {
+            throw bad("truncated or malformed");
+        }
+        for (int32_t i = 0; i < n; ++i) {
+            if (!f.read(reinterpret_cast<char *>(pair), sizeof(pair)) || pair[1] <= 0) {
+                throw bad("truncated or malformed");
+            }
+        }
+    }
+    if (f.gcount() != 0) {
+        throw bad("truncated");
+    }
+}
 
 struct Speculative {
     common_params_speculative params;
@@ -30,8 +61,10 @@ struct Speculative {
     std::vector<int32_t> n_drafted;           // per sequence: tokens accept() may confirm
     std::vector<char> begun;                  // per sequence: begin() was called
     std::vector<llama_pos> pos0;              // per sequence: where the draft starts
+    std::vector<size_t> n_history;            // per sequence: the history's length so far
     llama_context * ctx_dft = nullptr;
     uint32_t n_seq = 0;
+    int32_t n_vocab = 0;
 
     // `config`: {"types": [names], "n_max", "n_min", "p_min", "p_split", "ngram_simple":
     // {"size_n", "size_m", "min_hits"}, "ngram_map_k": {...}, "ngram_map_k4v": {...},
@@ -107,6 +140,12 @@ struct Speculative {
             const json & j = cfg.at("ngram_cache");
             params.ngram_cache.lookup_cache_static = j.value("static", std::string());
             params.ngram_cache.lookup_cache_dynamic = j.value("dynamic", std::string());
+            for (const auto & path : { params.ngram_cache.lookup_cache_static,
+                                       params.ngram_cache.lookup_cache_dynamic }) {
+                if (!path.empty()) {
+                    check_lookup_cache(path);
+                }
+            }
         }
         if (cfg.contains("synth_len")) {
             params.synth_len = cfg.at("synth_len").get<double>();
@@ -128,7 +167,9 @@ struct Speculative {
         if (dft != nullptr) {
             batch = common_batch(dft);
         }
+        n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(tgt)));
         history.resize(n_seq);
+        n_history.assign(n_seq, 0);
         result.resize(n_seq);
         n_drafted.assign(n_seq, 0);
         begun.assign(n_seq, 0);
@@ -152,6 +193,7 @@ struct Speculative {
     void begin(int32_t seq, const llama_token * tokens, size_t n) {
         check_seq(seq);
         history[seq].assign(tokens, tokens + n);
+        n_history[seq] = n;
         n_drafted[seq] = 0;
         begun[seq] = 1;
         common_speculative_begin(spec.get(), seq, history[seq]);
@@ -196,6 +238,12 @@ struct Speculative {
             throw std::invalid_argument("a draft needs n_max >= 1");
         }
         history[seq].assign(tokens, tokens + n);
+        if (n < n_history[seq]) {
+            // The history lost tokens (a context shift): the n-gram maps index positions
+            // in it and abort on a shorter one, so they start over from what is left.
+            common_speculative_begin(spec.get(), seq, history[seq]);
+        }
+        n_history[seq] = n;
         result[seq].clear();
         n_drafted[seq] = 0;
         pos0[seq] = pos;
@@ -222,7 +270,15 @@ struct Speculative {
         }
         common_speculative_draft(spec.get());
         for (int32_t s : asked) {
-            n_drafted[s] = (int32_t) result[s].size();
+            // A lookup cache file may hold ids outside this vocabulary: the draft ends there.
+            auto & r = result[s];
+            for (size_t i = 0; i < r.size(); ++i) {
+                if (r[i] < 0 || r[i] >= n_vocab) {
+                    r.resize(i);
+                    break;
+                }
+            }
+            n_drafted[s] = (int32_t) r.size();
             if (ctx_dft != nullptr) {
                 // Drafting decoded id_last and the draft into the draft context; the
                 // target's next batch brings them back through process(), as in llama-server.

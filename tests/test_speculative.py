@@ -536,3 +536,60 @@ def test_server_slot_actions_keep_the_draft_context_in_step(
         assert status == 200, again
         assert again["content"] == first["content"]
         assert again["timings"]["cache_n"] > 0
+
+
+def test_speculator_hostile_files_and_histories(gemma_path: Path, tmp_path: Path) -> None:
+    """llama.cpp aborts on a missing, truncated or malformed lookup cache and on an
+    n-gram history that shrinks (a context shift); both are checked first, in a child
+    process that must survive them and still draft."""
+    import struct
+
+    record = struct.pack("<4i", 10, 11, -1, -1) + struct.pack("<i", 1) + struct.pack("<2i", 12, 3)
+    files = {
+        "good": record * 2,
+        "truncated": record + record[:-4],
+        "zero-count": record[:-4] + struct.pack("<i", 0),
+        "no-tokens": struct.pack("<4i", 10, 11, -1, -1) + struct.pack("<i", 0),
+        "huge-id": struct.pack("<4i", 10, 11, -1, -1) + struct.pack("<i", 1)
+        + struct.pack("<2i", 2**30, 5),
+    }  # fmt: skip
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    result = run_python(
+        """
+        import sys
+        from pathlib import Path
+        import llama_cy as lc
+        m = lc.LlamaModel.load(sys.argv[1])
+        folder = Path(sys.argv[2])
+        ctx = lc.LlamaContext(m, n_ctx=512, n_threads=2)
+        for name in ("missing", "truncated", "zero-count", "no-tokens"):
+            try:
+                lc.Speculator(ctx, "ngram-cache", ngram_cache={"static": str(folder / name)})
+            except ValueError as exc:
+                print(name, "refused", "lookup cache" in str(exc))
+        for name in ("good", "huge-id"):
+            spec = lc.Speculator(ctx, "ngram-cache", ngram_cache={"static": str(folder / name)})
+            spec.begin([2, 7, 10])
+            draft = spec.draft([2, 7, 10, 11]).tolist()
+            print(name, "draft", all(0 <= t < m.n_vocab for t in draft))
+        spec = lc.Speculator(ctx, "ngram-map-k", ngram_map_k={"size_n": 2, "size_m": 3})
+        history = [2] + [5, 6, 7, 8, 9] * 6
+        spec.begin(history[:10])
+        print("long", spec.draft(history).tolist())
+        print("shorter", spec.draft(history[:16]).tolist())  # shrunk: starts over
+        """,
+        str(gemma_path),
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[:4] == [
+        "missing refused True",
+        "truncated refused True",
+        "zero-count refused True",
+        "no-tokens refused True",
+    ]
+    assert lines[4:6] == ["good draft True", "huge-id draft True"]
+    # what followed "8 9" before, found again in the shorter history
+    assert lines[6:] == ["long [5, 6, 7]", "shorter [5, 6, 7]"]
