@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import os
 
-# _backend first: importing it loads llama.cpp's backend plugins and routes its log.
+from llama_cy import _build_config
+
+if _build_config.GPU == "cuda":  # NVIDIA's runtime from its pip packages, before the plugin
+    from llama_cy._cuda_runtime import prepare
+
+    prepare(_build_config.plugin_path("cuda"))
+
+# _backend next: importing it loads llama.cpp's backend plugins and routes its log.
 from llama_cy import _backend
 from llama_cy._backend import (
     LLAMA_CPP_BUILD,
