@@ -13,6 +13,8 @@ _Path = str | PathLike[str]
 _SplitMode = Literal["none", "layer", "row", "tensor"]
 _Tokens = Sequence[int] | npt.NDArray[np.integer[Any]]
 
+def default_gpu_layers() -> int: ...
+
 @disjoint_base
 class LlamaModel(LlamaVocab):
     """A GGUF model loaded by llama.cpp, with its vocabulary."""
@@ -26,7 +28,7 @@ class LlamaModel(LlamaVocab):
     def load(
         path: _Path,
         *,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | None = None,
         split_mode: _SplitMode = "layer",
         main_gpu: int = 0,
         tensor_split: Sequence[float] | None = None,
@@ -44,7 +46,7 @@ class LlamaModel(LlamaVocab):
     def load_splits(
         paths: Iterable[_Path],
         *,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | None = None,
         split_mode: _SplitMode = "layer",
         main_gpu: int = 0,
         tensor_split: Sequence[float] | None = None,
@@ -62,7 +64,7 @@ class LlamaModel(LlamaVocab):
         metadata: dict[str, Any],
         set_tensor_data: Callable[[str, npt.NDArray[Any]], None],
         *,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | None = None,
         split_mode: _SplitMode = "layer",
         main_gpu: int = 0,
         devices: Sequence[Device] | None = None,

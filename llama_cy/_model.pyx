@@ -82,6 +82,24 @@ cdef void _tensor_set(ggml_tensor *tensor, data):
     ggml_backend_tensor_set(tensor, &raw[0], 0, raw.shape[0])
 
 
+def default_gpu_layers():
+    """``n_gpu_layers`` where a call gives none: ``$LLAMA_CY_N_GPU_LAYERS`` (a number, or
+    ``all``), else 0. One switch offloads every model a program (or the test suite) loads."""
+    value = os.environ.get("LLAMA_CY_N_GPU_LAYERS", "").strip()
+    if not value:
+        return 0
+    if value in ("all", "auto"):
+        return -1
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"LLAMA_CY_N_GPU_LAYERS must be a number or 'all', not {value!r}") from None
+
+
+cdef int _gpu_layers(n_gpu_layers) except? -2:
+    return default_gpu_layers() if n_gpu_layers is None else n_gpu_layers
+
+
 cdef c.llama_model_params _model_params(
     int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
     bint vocab_only, bint check_tensors, bint use_extra_bufts=True,
@@ -298,7 +316,7 @@ cdef class LlamaModel(LlamaVocab):
         return m
 
     @staticmethod
-    def load(path, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
+    def load(path, *, n_gpu_layers=None, str split_mode="layer", int main_gpu=0,
              tensor_split=None, bint use_mmap=True, bint use_mlock=False,
              bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
              devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True):
@@ -310,14 +328,15 @@ cdef class LlamaModel(LlamaVocab):
         are spread over them. Raises :class:`~llama_cy.errors.ModelLoadError` for a
         missing, empty, corrupt or truncated file, or a cancelled load.
         ``use_extra_bufts=False`` keeps weights out of the CPU backend's repacked layouts
-        (llama-cli's ``--no-repack``).
+        (llama-cli's ``--no-repack``). ``n_gpu_layers`` (-1: all) defaults to
+        :func:`default_gpu_layers`: 0 unless ``$LLAMA_CY_N_GPU_LAYERS`` says.
         """
-        return _load([path], n_gpu_layers, split_mode, main_gpu, tensor_split,
+        return _load([path], _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
                      kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts)
 
     @staticmethod
-    def load_splits(paths, *, int n_gpu_layers=0, str split_mode="layer", int main_gpu=0,
+    def load_splits(paths, *, n_gpu_layers=None, str split_mode="layer", int main_gpu=0,
                     tensor_split=None, bint use_mmap=True, bint use_mlock=False,
                     bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
                     devices=None, progress=None, rpc_servers=None):
@@ -325,12 +344,12 @@ cdef class LlamaModel(LlamaVocab):
         paths = list(paths)
         if not paths:
             raise ValueError("load_splits needs at least one path")
-        return _load(paths, n_gpu_layers, split_mode, main_gpu, tensor_split,
+        return _load(paths, _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
                      kv_overrides, _rpc_devices(devices, rpc_servers), progress)
 
     @staticmethod
-    def from_metadata(dict metadata, set_tensor_data, *, int n_gpu_layers=0,
+    def from_metadata(dict metadata, set_tensor_data, *, n_gpu_layers=None,
                       str split_mode="layer", int main_gpu=0, devices=None):
         """Build a model in memory from GGUF metadata (``llama_model_init_from_user``).
 
@@ -343,7 +362,7 @@ cdef class LlamaModel(LlamaVocab):
         set scales to one, or the model computes nothing useful.
         """
         cdef c.llama_model_params params = _model_params(
-            n_gpu_layers, split_mode, main_gpu, False, False, False, False)
+            _gpu_layers(n_gpu_layers), split_mode, main_gpu, False, False, False, False)
         cdef _LoadBuffers buffers = _LoadBuffers()
         buffers.fill(&params, None, None, devices)
         cdef _Callback cb = _Callback(set_tensor_data)

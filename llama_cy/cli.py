@@ -72,7 +72,11 @@ def _add_model(p: argparse.ArgumentParser, required: bool = False) -> None:
     p.add_argument("-c", "--ctx-size", type=int, default=4096, help="context size (0: the model's)")
     p.add_argument("-t", "--threads", type=int, default=None, help="CPU threads (default: cores)")
     p.add_argument(
-        "-ngl", "--n-gpu-layers", type=int, default=0, help="layers on the GPU (-1: all)"
+        "-ngl",
+        "--n-gpu-layers",
+        type=int,
+        default=None,
+        help="layers on the GPU (-1: all; default: 0, or $LLAMA_CY_N_GPU_LAYERS)",
     )
     p.add_argument("-b", "--batch-size", type=int, default=2048, help="logical batch size")
     p.add_argument("-ub", "--ubatch-size", type=int, default=512, help="physical batch size")
@@ -124,7 +128,7 @@ def _add_speculative(p: argparse.ArgumentParser) -> None:
         "--spec-draft-ngl",
         "--gpu-layers-draft",
         type=int,
-        default=0,
+        default=None,
         help="draft model layers on the GPU (-1: all)",
     )
 
@@ -518,7 +522,7 @@ def _bench(args: argparse.Namespace) -> int:
     from llama_cy._backend import default_n_threads
     from llama_cy._batch import LlamaBatch
     from llama_cy._context import LlamaContext
-    from llama_cy._model import LlamaModel
+    from llama_cy._model import LlamaModel, default_gpu_layers
 
     _verbose(args.verbose)
     path = _model_path(args.model)
@@ -573,7 +577,8 @@ def _bench(args: argparse.Namespace) -> int:
         desc, size, n_params = model.desc, model.size, model.n_params
         ctx.close()
         batch.close()
-    backend = "CPU" if args.n_gpu_layers == 0 else "GPU"
+    ngl = args.n_gpu_layers if args.n_gpu_layers is not None else default_gpu_layers()
+    backend = "CPU" if ngl == 0 else "GPU"
     head = ["model", "size", "params", "backend", "threads", "test", "t/s"]
     print("| " + " | ".join(head) + " |")
     print("| " + " | ".join("---:" if h in ("threads", "t/s") else "---" for h in head) + " |")

@@ -68,11 +68,12 @@ class Llama:
     """A model and one context, with llama-cpp-python's API.
 
     ``n_ctx=0`` takes the model's training context. ``n_gpu_layers=-1`` offloads all
-    layers. ``seed`` makes sampling reproducible (each call starts from it); ``None``
-    draws a fresh one per call. ``embedding=True`` makes an embedding context (for
-    :meth:`embed`, :meth:`create_embedding` and, with ``pooling_type="rank"``,
-    :meth:`rerank`). ``context_shift=True`` lets generation run past a full context by
-    dropping the older half of it (off by default: generation stops with "length").
+    layers (default: 0, or ``$LLAMA_CY_N_GPU_LAYERS``). ``seed`` makes sampling
+    reproducible (each call starts from it); ``None`` draws a fresh one per call.
+    ``embedding=True`` makes an embedding context (for :meth:`embed`,
+    :meth:`create_embedding` and, with ``pooling_type="rank"``, :meth:`rerank`).
+    ``context_shift=True`` lets generation run past a full context by dropping the older
+    half of it (off by default: generation stops with "length").
 
     Chat goes through llama.cpp's chat engine, as in llama-server: the model's template
     (or ``chat_template``, Jinja source; or ``chat_format``, a built-in one rendered
@@ -97,7 +98,7 @@ class Llama:
         self,
         model_path: str | os.PathLike[str],
         *,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | None = None,
         split_mode: Literal["none", "layer", "row", "tensor"] = "layer",
         main_gpu: int = 0,
         tensor_split: Sequence[float] | None = None,
@@ -186,7 +187,7 @@ class Llama:
         draft_max: int | None = None,
         draft_min: int | None = None,
         draft_p_min: float | None = None,
-        draft_n_gpu_layers: int = 0,
+        draft_n_gpu_layers: int | None = None,
         no_perf: bool = False,
         verbose: bool = False,
     ) -> None:

@@ -783,3 +783,21 @@ def test_dropping_the_model_reference_keeps_the_context_working(tiny_model_path:
     assert np.isfinite(ctx.logits()).all()
     assert ctx.model.n_vocab == ctx.n_vocab
     ctx.close()
+
+
+def test_default_gpu_layers_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tiny_model_path: Path
+) -> None:
+    """``$LLAMA_CY_N_GPU_LAYERS``: the offload of every load that gives none (the switch
+    that runs the whole suite on a GPU backend)."""
+    from llama_cy._model import default_gpu_layers
+
+    monkeypatch.delenv("LLAMA_CY_N_GPU_LAYERS", raising=False)
+    assert default_gpu_layers() == 0
+    for value, want in (("-1", -1), ("all", -1), ("7", 7), (" 0 ", 0)):
+        monkeypatch.setenv("LLAMA_CY_N_GPU_LAYERS", value)
+        assert default_gpu_layers() == want
+    monkeypatch.setenv("LLAMA_CY_N_GPU_LAYERS", "most")
+    with pytest.raises(ValueError, match="LLAMA_CY_N_GPU_LAYERS"):
+        lc.LlamaModel.load(tiny_model_path)
+    lc.LlamaModel.load(tiny_model_path, n_gpu_layers=0).close()  # given: the variable is not read
