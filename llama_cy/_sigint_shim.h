@@ -16,17 +16,17 @@ typedef struct {
 } lcy_sigint_saved;
 
 /* The handler now in place, without changing it. */
-static lcy_sigint_handler lcy_sigint_current(void) {
+static inline lcy_sigint_handler lcy_sigint_current(void) {
     lcy_sigint_handler old = signal(SIGINT, SIG_IGN);
     signal(SIGINT, old);
     return old;
 }
 
-static void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *saved) {
+static inline void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *saved) {
     saved->handler = signal(SIGINT, handler);
 }
 
-static void lcy_sigint_restore(const lcy_sigint_saved *saved) {
+static inline void lcy_sigint_restore(const lcy_sigint_saved *saved) {
     signal(SIGINT, saved->handler);
 }
 #else
@@ -34,13 +34,13 @@ typedef struct {
     struct sigaction action;
 } lcy_sigint_saved;
 
-static lcy_sigint_handler lcy_sigint_current(void) {
+static inline lcy_sigint_handler lcy_sigint_current(void) {
     struct sigaction now;
     sigaction(SIGINT, NULL, &now);
     return now.sa_handler;
 }
 
-static void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *saved) {
+static inline void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *saved) {
     struct sigaction act;
     memset(&act, 0, sizeof(act));
     act.sa_handler = handler;
@@ -48,10 +48,10 @@ static void lcy_sigint_install(lcy_sigint_handler handler, lcy_sigint_saved *sav
     sigaction(SIGINT, &act, &saved->action);
 }
 
-static void lcy_sigint_restore(const lcy_sigint_saved *saved) {
+static inline void lcy_sigint_restore(const lcy_sigint_saved *saved) {
     sigaction(SIGINT, &saved->action, NULL);
 }
 #endif
 
 /* SIG_IGN as a value Cython can compare with. */
-static int lcy_sigint_ignored(lcy_sigint_handler h) { return h == SIG_IGN; }
+static inline int lcy_sigint_ignored(lcy_sigint_handler h) { return h == SIG_IGN; }
