@@ -51,6 +51,16 @@ from llama_cy.speculative import LlamaPromptLookupDecoding
 
 __version__ = _build_config.VERSION  # meson.build's project version, the one place
 
+if _build_config.GPU != "cpu" and not any(d.type in ("gpu", "igpu") for d in devices()):
+    # llama.cpp skips a GPU plugin whose loader, driver or device is missing: say so once.
+    import logging
+
+    logging.getLogger("llama_cy").warning(
+        "this is a %s build, but its backend found no device (no driver, loader or device "
+        "visible): models run on the CPU",
+        _build_config.GPU,
+    )
+
 __all__ = [
     "CANDIDATE_DTYPE",
     "LLAMA_CPP_BUILD",

@@ -7,11 +7,15 @@ import sys
 import textwrap
 
 
-def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` (dedented) with ``args`` in ``sys.argv[1:]``; never raises on failure."""
+def run_python(
+    code: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) with ``args`` in ``sys.argv[1:]`` (and ``env`` for its
+    environment, if given); never raises on failure."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
