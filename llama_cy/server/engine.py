@@ -105,9 +105,14 @@ class Engine:
         self.spec: Speculator | None = None
         try:
             self._batch = LlamaBatch(max(ctx.n_batch, ctx.n_seq_max))
+        except BaseException:
+            ctx.close()
+            raise
+        try:
             if speculative is not None:
                 self.spec = speculator(ctx, speculative, context)
         except BaseException:
+            self._batch.close()
             ctx.close()
             raise
         # As llama-server: a slot never holds more than the model was trained on.
