@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from child import run_python
+from offload import LOGITS_TOL, cpu_only
 
 import llama_cy as lc
 from llama_cy.errors import (
@@ -35,6 +36,12 @@ from llama_cy.errors import (
 
 PROMPT = "The quick brown fox jumps over the lazy dog"
 Tokens = npt.NDArray[np.int32] | Sequence[int]
+
+#: why the abort tests are about the CPU
+ABORT_ON_CPU = (
+    "llama.cpp's abort callback is polled by the CPU backend between graph nodes; "
+    "a GPU graph runs to its end"
+)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +180,10 @@ def test_invalid_batch_raises_invalid_batch_error(
     # ...and the cache as it was: the next valid token continues the sequence.
     assert ctx.seq_pos_max(0) == 2
     np.testing.assert_allclose(
-        decode(ctx, tokens[3:4], 3), fresh_logits(tiny, tokens[:4]), rtol=1e-5, atol=1e-5
+        decode(ctx, tokens[3:4], 3),
+        fresh_logits(tiny, tokens[:4]),
+        rtol=LOGITS_TOL,
+        atol=LOGITS_TOL,
     )
 
 
@@ -192,7 +202,9 @@ def test_full_context_raises_kv_cache_full_error(ctx: lc.LlamaContext, tiny: lc.
     ctx.clear()
     assert ctx.seq_pos_max(0) == -1
     probe = tiny.tokenize(PROMPT)
-    np.testing.assert_allclose(decode(ctx, probe), fresh_logits(tiny, probe), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        decode(ctx, probe), fresh_logits(tiny, probe), rtol=LOGITS_TOL, atol=LOGITS_TOL
+    )
 
 
 def test_encode_on_a_decoder_only_model_raises(tiny_model_path: Path) -> None:
@@ -395,7 +407,7 @@ def test_token_and_mean_pooled_embeddings(
         pooled = mean.sequence_embeddings(0)
         assert pooled.shape == (tiny.n_embd,)
         assert not pooled.flags.writeable
-        np.testing.assert_allclose(pooled, rows.mean(axis=0), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(pooled, rows.mean(axis=0), rtol=LOGITS_TOL, atol=LOGITS_TOL)
         with pytest.raises(ValueError, match="out of range"):
             mean.sequence_embeddings(1)
 
@@ -419,7 +431,7 @@ def test_set_embeddings_switches_outputs(
     with new_ctx(tiny, embeddings=True, pooling_type="none") as reference:
         reference.decode(batch_of(tokens))
         expected = np.stack([reference.embeddings(i) for i in range(len(tokens))])
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, expected, rtol=LOGITS_TOL, atol=LOGITS_TOL)
     ctx.set_embeddings(False)
     ctx.clear()
     ctx.decode(batch_of(tokens))
@@ -449,7 +461,10 @@ def test_seq_rm(ctx: lc.LlamaContext, tiny: lc.LlamaModel, tokens: npt.NDArray[n
     assert (ctx.seq_pos_min(0), ctx.seq_pos_max(0)) == (0, 4)
     # What is left is exactly the first 5 tokens: continuing at 5 equals a fresh decode.
     np.testing.assert_allclose(
-        decode(ctx, tokens[5:6], 5), fresh_logits(tiny, tokens[:6]), rtol=1e-5, atol=1e-5
+        decode(ctx, tokens[5:6], 5),
+        fresh_logits(tiny, tokens[:6]),
+        rtol=LOGITS_TOL,
+        atol=LOGITS_TOL,
     )
     assert ctx.seq_rm(0, 0, 2)
     assert ctx.seq_pos_min(0) == 2
@@ -467,8 +482,10 @@ def test_seq_cp_then_decoding_on_the_copy_equals_the_original(
     assert (ctx2.seq_pos_min(1), ctx2.seq_pos_max(1)) == (0, n - 2)
     on_copy = decode(ctx2, tokens[-1:], n - 1, 1)
     on_original = decode(ctx2, tokens[-1:], n - 1, 0)
-    np.testing.assert_allclose(on_copy, on_original, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(on_copy, fresh_logits(tiny, tokens), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(on_copy, on_original, rtol=LOGITS_TOL, atol=LOGITS_TOL)
+    np.testing.assert_allclose(
+        on_copy, fresh_logits(tiny, tokens), rtol=LOGITS_TOL, atol=LOGITS_TOL
+    )
 
 
 @pytest.mark.parametrize("kv_unified", [False, True])
@@ -628,7 +645,7 @@ def test_corrupt_state_bytes_raise_state_error(
     # The context recovers: clear and decode as new.
     ctx.clear()
     np.testing.assert_allclose(
-        decode(ctx, tokens), fresh_logits(tiny, tokens), rtol=1e-5, atol=1e-5
+        decode(ctx, tokens), fresh_logits(tiny, tokens), rtol=LOGITS_TOL, atol=LOGITS_TOL
     )
 
 
@@ -686,7 +703,7 @@ def test_set_n_threads(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> N
     ctx.set_n_threads(2)
     assert (ctx.n_threads, ctx.n_threads_batch) == (2, 2)
     ctx.clear()
-    np.testing.assert_allclose(decode(ctx, tokens), one, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(decode(ctx, tokens), one, rtol=LOGITS_TOL, atol=LOGITS_TOL)
     ctx.set_n_threads(1)
     assert (ctx.n_threads, ctx.n_threads_batch) == (1, 1)
     with pytest.raises(ValueError, match="n_threads"):
@@ -719,7 +736,7 @@ def test_warmup_resets_the_counters(
     # The warmup token is not counted.
     assert ctx.perf().n_p_eval == 4
     np.testing.assert_allclose(
-        decode(ctx, tokens[4:], 4), fresh_logits(tiny, tokens), rtol=1e-5, atol=1e-5
+        decode(ctx, tokens[4:], 4), fresh_logits(tiny, tokens), rtol=LOGITS_TOL, atol=LOGITS_TOL
     )
 
 
@@ -768,6 +785,7 @@ def long_prompt(model: lc.LlamaModel, n: int = 512) -> npt.NDArray[np.int32]:
     return tokens
 
 
+@cpu_only(ABORT_ON_CPU)
 def test_abort_from_another_thread(gemma: lc.LlamaModel) -> None:
     tokens = long_prompt(gemma)
     ctx = lc.LlamaContext(gemma, n_ctx=1024, n_batch=512, n_threads=1)
@@ -867,6 +885,7 @@ def _ctrl_c_during_decode(code: str, gemma_path: Path) -> tuple[str, float]:
     return out, sent_at
 
 
+@cpu_only(ABORT_ON_CPU)
 def test_ctrl_c_interrupts_a_long_decode(gemma_path: Path) -> None:
     out, sent_at = _ctrl_c_during_decode(CTRL_C_CHILD, gemma_path)
     lines = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
@@ -896,6 +915,7 @@ print("decoded", flush=True)
 """
 
 
+@cpu_only(ABORT_ON_CPU)
 def test_ctrl_c_ignored_by_the_process_does_not_abort(gemma_path: Path) -> None:
     out, _ = _ctrl_c_during_decode(IGNORED_CTRL_C_CHILD, gemma_path)
     assert out.strip() == "decoded"

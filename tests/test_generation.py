@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
+from offload import cpu_only
 from reference_loop import ReferenceResult, build_reference, run_reference
 
 import llama_cy as lc
@@ -125,6 +126,7 @@ def assert_same_as_reference(ours: Generation, ref: ReferenceResult) -> None:
     assert ours.raw.decode("utf-8", errors="replace") == ref["text"]
 
 
+@cpu_only("compares with the C++ reference loop, which runs on the CPU")
 @pytest.mark.parametrize("prompt", PROMPTS)
 def test_greedy_loop_matches_reference(
     gemma: lc.LlamaModel, reference: Reference, prompt: str
@@ -150,6 +152,7 @@ def seeded_chain(seed: int) -> lc.LlamaSampler:
     )
 
 
+@cpu_only("compares with the C++ reference loop, which runs on the CPU")
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("prompt", DIST_PROMPTS)
 def test_seeded_chain_matches_reference(

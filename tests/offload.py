@@ -1,0 +1,24 @@
+"""The suite-wide offload switch (``LLAMA_CY_N_GPU_LAYERS``), as the tests see it.
+
+With it set (``-1``: every layer), every model the tests load runs on the build's GPU
+backend. A few checks then change, and say so here: the tolerance of logits computed two
+ways, and the tests that only make sense on the CPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llama_cy._model import default_gpu_layers
+
+OFFLOADED = default_gpu_layers() != 0
+
+#: Logits of one model computed two ways (another batch shape, a cache cut or copied):
+#: equal to float32 rounding on the CPU; a GPU's kernels round with the batch's shape
+#: (lavapipe, the tiny model: up to 2.5e-3 apart).
+LOGITS_TOL = 1e-2 if OFFLOADED else 1e-5  #: as rtol and atol
+
+
+def cpu_only(reason: str) -> pytest.MarkDecorator:
+    """Skip in an offloaded run, for ``reason`` (why the test is about the CPU)."""
+    return pytest.mark.skipif(OFFLOADED, reason=f"CPU only: {reason}")
