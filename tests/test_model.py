@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from child import run_python
+from offload import LOGITS_TOL, OFFLOADED
 from tiny_model import vocab_file
 
 import llama_cy as lc
@@ -452,7 +453,12 @@ def test_from_metadata_builds_a_model_that_decodes(
     assert model.vocab_type == "spm"
     np.testing.assert_array_equal(model.tokenize(PROMPT), tiny.tokenize(PROMPT))
     # Same weights, same vocabulary: the same computation as the file on disk.
-    np.testing.assert_array_equal(last_logits(model), last_logits(tiny))
+    if OFFLOADED:  # a GPU's kernels round with where the weights lie
+        np.testing.assert_allclose(
+            last_logits(model), last_logits(tiny), rtol=LOGITS_TOL, atol=LOGITS_TOL
+        )
+    else:
+        np.testing.assert_array_equal(last_logits(model), last_logits(tiny))
     model.close()
 
 
