@@ -242,9 +242,14 @@ cdef class Speculator(Handle):
         (what the sequence holds). At most ``n_max`` tokens (default: :attr:`n_max`).
         :meth:`draft_all` drafts for every requested sequence."""
         self._ensure_alive()
+        self._request(self.target.model._token_array(tokens), last, seq_id, n_max, pos,
+                      temp, seed)
+
+    cdef int _request(self, const int32_t[::1] toks, int last, int seq_id, n_max, pos,
+                      float temp, uint32_t seed) except -1:
+        # ``toks`` are checked against the vocabulary already.
         self._check_seq(seq_id)
         self.target.model._check_token(last)
-        cdef const int32_t[::1] toks = self.target.model._token_array(tokens)
         cdef int limit = self.ptr.n_max() if n_max is None else n_max
         if limit < 1:
             raise ValueError(f"n_max must be at least 1, got {limit}")
@@ -252,6 +257,7 @@ cdef class Speculator(Handle):
         if p < 0:
             raise ValueError(f"pos must be >= 0, got {p}")
         self.ptr.request(seq_id, limit, p, last, _tokens(toks), toks.shape[0], temp, seed)
+        return 0
 
     def draft_all(self):
         """Draft for every sequence given to :meth:`request` since the last call."""
@@ -282,10 +288,12 @@ cdef class Speculator(Handle):
         """A draft that continues ``tokens`` (everything so far; the last one sampled and
         not yet decoded) on ``seq_id``: an int32 array of at most ``n_max`` tokens, empty
         when nothing is proposed. Then :meth:`accept` how many of them the target kept."""
-        toks = self.target.model._token_array(tokens)
-        if len(toks) == 0:
+        self._ensure_alive()
+        cdef const int32_t[::1] toks = self.target.model._token_array(tokens)
+        cdef Py_ssize_t n = toks.shape[0]
+        if n == 0:
             raise ValueError("draft() needs at least the last sampled token")
-        self.request(toks[:-1], int(toks[-1]), seq_id, n_max=n_max)
+        self._request(toks[:n - 1], toks[n - 1], seq_id, n_max, None, 1.0, 0xFFFFFFFF)
         self.draft_all()
         return self.result(seq_id)
 
