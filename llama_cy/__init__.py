@@ -37,6 +37,7 @@ from llama_cy._adapter import LoraAdapter
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
+from llama_cy._mtmd import Bitmap, InputChunk, InputChunks, MtmdContext
 from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy._vocab import TOKEN_ATTRS, LlamaVocab
@@ -44,6 +45,7 @@ from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
 
 # isort: split
+from llama_cy.chat_handlers import Llava15ChatHandler, MtmdChatHandler
 from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
 from llama_cy.llama import Llama
 from llama_cy.sampling import LlamaGrammar, SamplingParams
@@ -65,10 +67,13 @@ __all__ = [
     "CANDIDATE_DTYPE",
     "LLAMA_CPP_BUILD",
     "TOKEN_ATTRS",
+    "Bitmap",
     "Completion",
     "CompletionChunk",
     "ContextPerf",
     "Device",
+    "InputChunk",
+    "InputChunks",
     "Llama",
     "LlamaBatch",
     "LlamaContext",
@@ -78,7 +83,10 @@ __all__ = [
     "LlamaPromptLookupDecoding",
     "LlamaSampler",
     "LlamaVocab",
+    "Llava15ChatHandler",
     "LoraAdapter",
+    "MtmdChatHandler",
+    "MtmdContext",
     "SamplerPerf",
     "SamplingParams",
     "Speculator",

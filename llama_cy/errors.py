@@ -19,6 +19,7 @@ __all__ = [
     "InvalidTokenError",
     "KVCacheFullError",
     "LlamaError",
+    "MediaError",
     "ModelLoadError",
     "StateError",
     "call_error",
@@ -86,6 +87,11 @@ class ContextOverflowError(LlamaError, ValueError):
         )
         self.n_tokens = n_tokens
         self.n_ctx = n_ctx
+
+
+class MediaError(LlamaError, ValueError):
+    """An image or clip of audio that cannot be used: not decodable, cut short, too
+    large, or of a kind the multimodal projector does not take."""
 
 
 class BusyError(LlamaError, RuntimeError):

@@ -25,6 +25,7 @@ batch per step from all of them.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable, Generator
@@ -36,6 +37,7 @@ import numpy.typing as npt
 
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
+from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
@@ -46,10 +48,61 @@ from llama_cy.streaming import Generation
 if TYPE_CHECKING:
     from llama_cy.chat import ChatPrompt
 
-__all__ = ["Job", "Sequence", "StoppingCriteria", "common_prefix", "run"]
+__all__ = ["Job", "Media", "Sequence", "StoppingCriteria", "common_prefix", "media_token", "run"]
 
 #: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
 StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]
+
+
+def media_token(chunk_id: str) -> int:
+    """The stand-in token of every position of a media chunk in a :class:`Job`'s tokens
+    and a sequence's cache: negative (never a vocabulary id) and derived from the
+    media's content id, so that a cached prefix holding the same image compares equal,
+    token by token, and another image of the same size does not."""
+    return -2 - int.from_bytes(hashlib.blake2b(chunk_id.encode(), digest_size=7).digest(), "little")
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    """The images and clips of a job's prompt: ``spans`` maps the index in the job's
+    tokens where a media chunk starts to the chunk (its positions hold
+    :func:`media_token` of its id); ``chunks`` (the tokenized prompt) keeps them alive."""
+
+    mctx: MtmdContext
+    chunks: InputChunks
+    spans: dict[int, InputChunk]
+
+    @classmethod
+    def from_chunks(cls, mctx: MtmdContext, chunks: InputChunks) -> tuple[list[int], Media]:
+        """The job's tokens for a tokenized prompt, and its media."""
+        tokens: list[int] = []
+        spans: dict[int, InputChunk] = {}
+        for chunk in chunks:
+            if chunk.type == "text":
+                tokens.extend(chunk.tokens.tolist())
+                continue
+            if chunk.n_pos != chunk.n_tokens:
+                # The core keeps a token's position equal to its index in the cache.
+                raise ValueError(
+                    "this projector gives M-RoPE positions (Qwen-VL style), which the "
+                    "generation core does not handle yet: use MtmdContext.eval_chunks"
+                )
+            spans[len(tokens)] = chunk
+            tokens.extend([media_token(chunk.id or "")] * chunk.n_tokens)
+        if not tokens or tokens[-1] < 0:
+            raise ValueError("a prompt must end with text after its last image or clip")
+        return tokens, cls(mctx, chunks, spans)
+
+    def start_of(self, i: int) -> int:
+        """Where the media chunk holding token ``i`` starts (``i`` if none does)."""
+        for start, chunk in self.spans.items():
+            if start < i < start + chunk.n_tokens:
+                return start
+        return i
+
+    def next_start(self, i: int) -> int | None:
+        """The first media chunk starting at or after ``i``."""
+        return min((s for s in self.spans if s >= i), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +132,8 @@ class Job:
     progress: bool = False
     #: logprobs from the sampler chain's candidates, not the raw logits
     post_sampling_probs: bool = False
+    #: the prompt's images and clips (their positions in ``tokens`` are stand-ins)
+    media: Media | None = None
 
 
 class Sequence:
@@ -180,12 +235,15 @@ class Sequence:
         prompt = job.tokens
         # The last prompt token is always decoded: its logits start the generation.
         n = min(common_prefix(self.cache, prompt), len(prompt) - 1) if cache_prompt else 0
+        if job.media is not None:
+            n = job.media.start_of(n)  # an image is kept whole or decoded again whole
         if n < len(self.cache):
             n = self._cut(n)
         chain, grammar = samplers
         if job.params.uses_history:
             for t in prompt:
-                chain.accept(t)
+                if t >= 0:  # media positions are not tokens
+                    chain.accept(t)
         max_tokens = job.max_tokens if job.max_tokens is not None and job.max_tokens > 0 else None
         if max_tokens is None and limit is not None and limit > 0:
             max_tokens = limit
@@ -283,8 +341,24 @@ class Sequence:
             self._added = []
             return 0
         start = len(self.cache)
+        media = job.media
+        if media is not None:
+            if start in media.spans:
+                # One image or clip a step, decoded on its own (mtmd-helper's embedding
+                # batches) before this step's batch: other sequences wait one encode.
+                chunk_m = media.spans[start]
+                media.mctx.eval_chunk(self.ctx, chunk_m, start, self.id)
+                self.cache.extend(job.tokens[start : start + chunk_m.n_tokens])
+                start = len(self.cache)
+                left = len(job.tokens) - start
+            nxt = media.next_start(start)
+            if nxt is not None:
+                left = nxt - start
+            if left <= 0:
+                self._added = []
+                return 0
         chunk = job.tokens[start : start + min(room, left)]
-        last = len(chunk) == left
+        last = start + len(chunk) == len(job.tokens)
         batch.add_sequence(chunk, start, self.id, logits_last=last)
         if last:
             self.i_batch = batch.n_tokens - 1
@@ -453,6 +527,8 @@ class Sequence:
             return False
         if self.spec is not None and not self.spec.can_shift:
             return False
+        if any(t < 0 for t in self.cache):  # an image cut in half means nothing (llama-server)
+            return False
         n_past = len(self.cache)
         keep = min(self.n_keep, n_past - 1)
         n_discard = (n_past - keep) // 2
@@ -484,7 +560,8 @@ def run(
             if spec is not None and seq.request_draft(batch.capacity):
                 spec.draft_all()
                 seq.take_draft()
-            seq.fill(batch, batch.capacity)
+            if seq.fill(batch, batch.capacity) == 0 and seq.token < 0:
+                continue  # an image or clip went in alone
             try:
                 ctx.decode(batch)
                 if spec is not None:

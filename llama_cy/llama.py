@@ -27,12 +27,15 @@ from llama_cy._chat import common_log_verbosity
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.aio import in_thread
+from llama_cy._mtmd import MtmdContext
 from llama_cy.chat import ChatParser, ChatTemplate
+from llama_cy.chat_handlers import MtmdChatHandler
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
 from llama_cy.errors import BusyError, ClosedError
 from llama_cy.generation import Job, StoppingCriteria, run
 from llama_cy.generation import Sequence as KVSequence
+from llama_cy.media import MediaSource
 from llama_cy.prepare import CHAT_POSITIONAL, COMPLETION_POSITIONAL, Preparer, positional
 from llama_cy.responses import ChatShaper, CompletionShaper, Shaper
 from llama_cy.speculative import DraftModel, speculator, speculator_settings
@@ -49,7 +52,6 @@ _UNSUPPORTED = {
         "logits_all=True (keep every position's logits): use "
         "LlamaContext and LlamaBatch with logits=True for the rows you need",
     ),
-    "chat_handler": (None, "chat_handler (multimodal chat) is not supported yet"),
     "spm_infill": (False, "spm_infill=True (suffix-prefix-middle order) is not supported"),
     "tokenizer": (None, "a custom tokenizer is not supported: llama.cpp's own is used"),
     "lora_base": (None, "lora_base is not supported (llama.cpp dropped it): use lora_path"),
@@ -89,6 +91,14 @@ class Llama:
     (``"ngram-simple"``, ``"ngram-mod"``, ...). ``draft_max``, ``draft_min`` and
     ``draft_p_min`` bound a draft model's drafts, as llama-server's flags of those names.
     The output is the same as without it.
+
+    ``mmproj`` (a projector GGUF) or ``chat_handler`` (llama-cpp-python's
+    :class:`~llama_cy.Llava15ChatHandler` and relatives) takes images and audio in chat
+    messages: ``image_url`` parts (``data:`` URIs, ``file://`` paths; ``http(s)://`` only
+    with ``allow_remote_media=True``) and ``input_audio`` parts. ``mmproj_offload``,
+    ``image_min_tokens`` and ``image_max_tokens`` are llama-server's flags of those names.
+    A second question about the same image reuses its cached tokens: nothing is encoded
+    again.
 
     One call runs at a time: a second thread waits for the first. A stream holds the
     object until it is exhausted or closed.
@@ -188,6 +198,12 @@ class Llama:
         draft_min: int | None = None,
         draft_p_min: float | None = None,
         draft_n_gpu_layers: int | None = None,
+        mmproj: str | os.PathLike[str] | None = None,
+        chat_handler: MtmdChatHandler | None = None,
+        mmproj_offload: bool | None = None,
+        image_min_tokens: int | None = None,
+        image_max_tokens: int | None = None,
+        allow_remote_media: bool = False,
         no_perf: bool = False,
         verbose: bool = False,
     ) -> None:
@@ -234,6 +250,17 @@ class Llama:
         )
         self._batch = LlamaBatch(self.ctx.n_batch)
         self.n_keep = n_keep if n_keep is not None else int(self.model.add_bos)
+        self.chat_handler = chat_handler
+        self.mtmd = self._load_mmproj(
+            mmproj, chat_handler, mmproj_offload, image_min_tokens, image_max_tokens, embedding
+        )
+        if chat_handler is not None and chat_handler.chat_template is not None:
+            if chat_format is not None or chat_template is not None:
+                raise ValueError(
+                    f"{type(chat_handler).__name__} brings its chat format: give no "
+                    "chat_format or chat_template with it"
+                )
+            chat_template = chat_handler.chat_template
         self.preparer = Preparer(
             self.model,
             chat_format=chat_format,
@@ -245,12 +272,17 @@ class Llama:
             chat_template_kwargs=chat_template_kwargs,
             seed=seed,
             overrides={"penalty_last_n": last_n_tokens_size},
+            mtmd=self.mtmd,
+            media_source=MediaSource(media_path="/", allow_remote=allow_remote_media),
         )
         self._spec = None
         self._draft_owned: LlamaModel | None = None
         if draft_model is not None:
             if embedding:
                 raise ValueError("draft_model: an embedding Llama generates nothing to draft")
+            if self.mtmd is not None:
+                # As llama-server: drafts cannot see the image the target saw.
+                raise ValueError("speculative decoding (draft_model) and mmproj cannot be combined")
 
             def load(path: str | os.PathLike[str]) -> LlamaModel:
                 self._draft_owned = LlamaModel.load(path, n_gpu_layers=draft_n_gpu_layers)
@@ -273,6 +305,42 @@ class Llama:
         )
         self._embedder = Embedder(self.ctx, self._batch)
 
+    def _load_mmproj(
+        self,
+        mmproj: str | os.PathLike[str] | None,
+        handler: MtmdChatHandler | None,
+        offload: bool | None,
+        min_tokens: int | None,
+        max_tokens: int | None,
+        embedding: bool,
+    ) -> MtmdContext | None:
+        if handler is not None:
+            if not isinstance(handler, MtmdChatHandler):
+                raise TypeError(
+                    "chat_handler must be a llama_cy chat handler (Llava15ChatHandler, "
+                    f"MtmdChatHandler), not {type(handler).__name__}"
+                )
+            if mmproj is not None:
+                raise ValueError("give mmproj or chat_handler, not both")
+            mmproj = handler.clip_model_path
+            offload = handler.use_gpu if offload is None else offload
+            min_tokens = handler.image_min_tokens if min_tokens is None else min_tokens
+            max_tokens = handler.image_max_tokens if max_tokens is None else max_tokens
+        if mmproj is None:
+            if offload is not None or min_tokens is not None or max_tokens is not None:
+                raise ValueError("mmproj_offload, image_min_tokens and image_max_tokens need mmproj")
+            return None
+        if embedding:
+            raise ValueError("mmproj: an embedding Llama takes no images")
+        return MtmdContext(
+            self.model,
+            mmproj,
+            use_gpu=True if offload is None else offload,
+            n_threads=self.ctx.n_threads_batch,
+            image_min_tokens=-1 if min_tokens is None else min_tokens,
+            image_max_tokens=-1 if max_tokens is None else max_tokens,
+        )
+
     # ---- lifetime -------------------------------------------------------------------
 
     def close(self) -> None:
@@ -292,6 +360,7 @@ class Llama:
             for handle in (
                 getattr(self, "_batch", None),
                 getattr(self, "_spec", None),
+                getattr(self, "mtmd", None),
                 getattr(self, "ctx", None),
                 getattr(self, "_draft_owned", None),
             ):
@@ -529,6 +598,8 @@ class Llama:
         stream = bool(kwargs.pop("stream", stream))
         model = kwargs.pop("model", None)
         options = kwargs.pop("stream_options", None)
+        if self.chat_handler is not None:
+            messages = self.chat_handler.prepare(messages)
         job = self.preparer.chat(messages, **kwargs)
         assert job.chat is not None
         shaper = ChatShaper(

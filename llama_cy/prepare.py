@@ -17,9 +17,11 @@ from functools import partial
 from typing import Any
 
 from llama_cy._model import LlamaModel
+from llama_cy._mtmd import Bitmap, MtmdContext
 from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
-from llama_cy.errors import InvalidTokenError
-from llama_cy.generation import Job, StoppingCriteria
+from llama_cy.errors import InvalidTokenError, MediaError
+from llama_cy.generation import Job, Media, StoppingCriteria
+from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.grammar import check_schema
 from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
 from llama_cy.settings import Profile, check, defaults
@@ -89,6 +91,10 @@ class Preparer:
     ``--chat-template-kwargs`` and ``--reasoning-effort``); a
     default budget applies to templates that mark reasoning, as in llama-server.
 
+    ``mtmd`` (a multimodal projector) takes the images and audio of chat messages
+    (``image_url`` and ``input_audio`` parts, from the places ``media_source`` allows)
+    and of :meth:`media_prompt`.
+
     ``profile`` chooses whose sampling defaults apply: ``"llama-cpp-python"`` (temperature
     0.8 for completions, 0.2 for chat) or ``"server"`` (llama-server's, 0.8 for both).
     ``overrides`` replace some of those defaults (``Llama``'s ``last_n_tokens_size``, the
@@ -111,6 +117,8 @@ class Preparer:
         profile: str = "llama-cpp-python",
         seed: int | None = None,
         overrides: Mapping[str, Any] | None = None,
+        mtmd: MtmdContext | None = None,
+        media_source: MediaSource | None = None,
     ) -> None:
         if profile not in ("llama-cpp-python", "server"):
             raise ValueError(f"profile must be 'llama-cpp-python' or 'server', not {profile!r}")
@@ -141,6 +149,8 @@ class Preparer:
         unknown = set(self.overrides) - set(defaults("server"))
         if unknown:
             raise ValueError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
+        self.mtmd = mtmd
+        self.media_source = media_source if media_source is not None else MediaSource()
         self._template: ChatTemplate | None = None
         if chat_format is not None:  # checked now, not at the first chat
             self._template = ChatTemplate.from_format(model, chat_format)
@@ -267,12 +277,49 @@ class Preparer:
 
     def chat_tokens(self, text: str) -> list[int]:
         """A rendered chat prompt's tokens."""
+        return self.tokens(self._strip_bos(text), add_bos=True)
+
+    def _strip_bos(self, text: str) -> str:
         # The template may write BOS as text; the tokenizer adds it too: keep one.
         m = self.model
         bos = m.token_text(m.token_bos) if m.token_bos >= 0 else ""
         if m.add_bos and bos and text.startswith(bos):
             text = text[len(bos) :]
-        return self.tokens(text, add_bos=True)
+        return text
+
+    def _mtmd(self) -> MtmdContext:
+        if self.mtmd is None:
+            raise MediaError(
+                "image or audio input needs a multimodal projector: load the model with "
+                "mmproj=... (llama-cy serve --mmproj FILE)"
+            )
+        return self.mtmd
+
+    def bitmaps(self, files: Sequence[bytes]) -> list[Bitmap]:
+        """Decoded media for this model's projector."""
+        mtmd = self._mtmd()
+        return [Bitmap.from_bytes(mtmd, f) for f in files]
+
+    def media_prompt(
+        self, text: str, bitmaps: Sequence[Bitmap], add_bos: bool = True
+    ) -> tuple[list[int], Media]:
+        """Tokens (media positions as stand-ins) and media of a prompt whose media markers
+        stand for ``bitmaps``, in order."""
+        mtmd = self._mtmd()
+        chunks = mtmd.tokenize(text, bitmaps, add_special=add_bos, parse_special=True)
+        return Media.from_chunks(mtmd, chunks)
+
+    def split_media(
+        self, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[Sequence[Mapping[str, Any]], list[Bitmap]]:
+        """Messages with their image and audio parts as media markers, and the media."""
+        if not has_media(messages):
+            return messages, []
+        mtmd = self._mtmd()
+        out, files = extract_media(
+            messages, mtmd.marker, self.media_source, vision=mtmd.vision, audio=mtmd.audio
+        )
+        return out, self.bitmaps(files)
 
     def chat_prompt(
         self,
@@ -428,6 +475,7 @@ class Preparer:
         under a template that marks no reasoning there is nothing to limit.
         """
         grammar = sampling.pop("grammar", None)
+        messages, bitmaps = self.split_media(messages)
         prompt, parse_tools = self.chat_prompt(
             messages,
             functions=functions,
@@ -448,7 +496,11 @@ class Preparer:
                 "this chat template has no tool-call format: give one that renders tools "
                 "(chat_template=...) or leave the tools out"
             )
-        tokens = self.chat_tokens(prompt.prompt)
+        media = None
+        if bitmaps:
+            tokens, media = self.media_prompt(self._strip_bos(prompt.prompt), bitmaps)
+        else:
+            tokens = self.chat_tokens(prompt.prompt)
         if grammar is None and prompt.grammar:
             grammar = self._chat_grammar(prompt)
         budget = self._reasoning_budget(prompt, reasoning_budget, reasoning_budget_message)
@@ -466,6 +518,7 @@ class Preparer:
             chat=prompt,
             parse_tool_calls=parse_tools,
             reasoning_budget=budget,
+            media=media,
         )
 
     def _reasoning_budget(

@@ -206,3 +206,150 @@ def write_tiny_lora(path: Path, model: Any, rank: int = 4, seed: int = 1) -> Pat
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def _writer_rng(path: Path, name: str, seed: int) -> tuple[gguf.GGUFWriter, np.random.Generator]:
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_name(name)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    return writer, np.random.default_rng(seed)
+
+
+def _finish(writer: gguf.GGUFWriter) -> None:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _vit_blocks(
+    writer: gguf.GGUFWriter,
+    weight: Callable[..., npt.NDArray[np.float32]],
+    prefix: str,
+    n_embd: int,
+    n_ff: int,
+    n_layer: int,
+    k_bias: bool,
+) -> None:
+    """A pre-norm ViT encoder's blocks, as clip.cpp names them (``v.blk.N.*``/``a.blk.N.*``)."""
+    ones = np.ones(n_embd, dtype=np.float32)
+    zeros = np.zeros(n_embd, dtype=np.float32)
+    for i in range(n_layer):
+        b = f"{prefix}.blk.{i}"
+        for proj in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            writer.add_tensor(f"{b}.{proj}.weight", weight(n_embd, n_embd))
+            if proj != "attn_k" or k_bias:
+                writer.add_tensor(f"{b}.{proj}.bias", weight(n_embd) * np.float32(0.1))
+        for norm in ("ln1", "ln2"):
+            writer.add_tensor(f"{b}.{norm}.weight", ones)
+            writer.add_tensor(f"{b}.{norm}.bias", zeros)
+        writer.add_tensor(f"{b}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{b}.ffn_up.bias", weight(n_ff) * np.float32(0.1))
+        writer.add_tensor(f"{b}.ffn_down.weight", weight(n_embd, n_ff))
+        writer.add_tensor(f"{b}.ffn_down.bias", weight(n_embd) * np.float32(0.1))
+
+
+def _weights(rng: np.random.Generator) -> Callable[..., npt.NDArray[np.float32]]:
+    def weight(*shape: int) -> npt.NDArray[np.float32]:
+        w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
+        return w / np.float32(np.sqrt(shape[-1]))
+
+    return weight
+
+
+def write_tiny_llava_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 64,
+    image_size: int = 32,
+    patch_size: int = 8,
+    n_embd: int = 48,
+    n_ff: int = 96,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_mm: int = 80,
+    seed: int = 7,
+) -> Path:
+    """A LLaVA-1.5 projector (clip.cpp's ``mlp`` type) with random weights: a CLIP ViT
+    whose second-to-last block feeds a two-layer GELU MLP into the text model's
+    ``n_embd_text``. One image becomes ``(image_size / patch_size)**2`` tokens."""
+    writer, rng = _writer_rng(path, "tiny-llava-mmproj", seed)
+    weight = _weights(rng)
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_bool("clip.has_audio_encoder", False)
+    writer.add_string("clip.projector_type", "mlp")
+    writer.add_bool("clip.use_gelu", True)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
+    writer.add_uint32("clip.vision.projection_dim", n_embd_text)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    writer.add_uint32("clip.vision.attention.head_count", n_head)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    n_patches = (image_size // patch_size) ** 2
+    # Conv weights in half precision, as the converters write them (ggml's im2col).
+    writer.add_tensor(
+        "v.patch_embd.weight", weight(n_embd, 3, patch_size, patch_size).astype(np.float16)
+    )
+    writer.add_tensor("v.position_embd.weight", weight(n_patches, n_embd))
+    writer.add_tensor("v.pre_ln.weight", np.ones(n_embd, dtype=np.float32))
+    writer.add_tensor("v.pre_ln.bias", np.zeros(n_embd, dtype=np.float32))
+    _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
+    writer.add_tensor("mm.0.weight", weight(n_mm, n_embd))
+    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
+    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
+    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _finish(writer)
+    return path
+
+
+def write_tiny_ultravox_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 64,
+    n_mel: int = 128,
+    n_embd: int = 32,
+    n_ff: int = 64,
+    n_layer: int = 1,
+    n_head: int = 4,
+    stack: int = 4,
+    n_mm: int = 64,
+    seed: int = 11,
+) -> Path:
+    """An Ultravox audio projector (clip.cpp's ``ultravox`` type) with random weights: a
+    Whisper encoder (two 1-D convolutions, then ViT blocks over 1500 positions, 30 s of
+    16 kHz audio) whose frames are stacked by ``stack`` into an RMS-normed SwiGLU MLP.
+    ``stack`` must divide the 1500 positions: clip.cpp counts the output tokens of 30 s
+    as 3000 / stack / 2 (rounded down) and its graph makes 1500 / stack (rounded up)."""
+    writer, rng = _writer_rng(path, "tiny-ultravox-mmproj", seed)
+    weight = _weights(rng)
+    writer.add_bool("clip.has_vision_encoder", False)
+    writer.add_bool("clip.has_audio_encoder", True)
+    writer.add_string("clip.projector_type", "ultravox")
+    writer.add_uint32("clip.audio.num_mel_bins", n_mel)
+    writer.add_uint32("clip.audio.embedding_length", n_embd)
+    writer.add_uint32("clip.audio.feed_forward_length", n_ff)
+    writer.add_uint32("clip.audio.projection_dim", n_embd_text)
+    writer.add_uint32("clip.audio.block_count", n_layer)
+    writer.add_uint32("clip.audio.attention.head_count", n_head)
+    writer.add_float32("clip.audio.attention.layer_norm_epsilon", 1e-5)
+    writer.add_uint32("clip.audio.projector.stack_factor", stack)
+    ones = np.ones(n_embd, dtype=np.float32)
+    writer.add_tensor("a.conv1d.1.weight", weight(n_embd, n_mel, 3).astype(np.float16))
+    # A convolution's bias is (channels, 1): added across time, as the converter writes it.
+    writer.add_tensor("a.conv1d.1.bias", weight(n_embd, 1) * np.float32(0.1))
+    writer.add_tensor("a.conv1d.2.weight", weight(n_embd, n_embd, 3).astype(np.float16))
+    writer.add_tensor("a.conv1d.2.bias", weight(n_embd, 1) * np.float32(0.1))
+    writer.add_tensor("a.position_embd.weight", weight(1500, n_embd))
+    _vit_blocks(writer, weight, "a", n_embd, n_ff, n_layer, k_bias=False)
+    writer.add_tensor("a.post_ln.weight", ones)
+    writer.add_tensor("a.post_ln.bias", np.zeros(n_embd, dtype=np.float32))
+    writer.add_tensor("mm.a.norm_pre.weight", np.ones(n_embd * stack, dtype=np.float32))
+    writer.add_tensor("mm.a.mlp.1.weight", weight(2 * n_mm, n_embd * stack))
+    writer.add_tensor("mm.a.norm_mid.weight", np.ones(n_mm, dtype=np.float32))
+    writer.add_tensor("mm.a.mlp.2.weight", weight(n_embd_text, n_mm))
+    _finish(writer)
+    return path

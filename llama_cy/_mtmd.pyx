@@ -1,0 +1,690 @@
+"""Multimodal input through llama.cpp's libmtmd: images and audio into a text model.
+
+A projector file (``mmproj``) turns an image or a clip of audio into embeddings in the
+text model's input space. :class:`MtmdContext` holds it; :class:`Bitmap` is one decoded
+image or one clip; :meth:`MtmdContext.tokenize` splits a prompt with media markers into
+:class:`InputChunks` (text tokens, images, audio); :meth:`MtmdContext.encode` runs the
+projector on a media chunk (a zero-copy embeddings view); :meth:`MtmdContext.eval_chunk`
+puts a chunk into a :class:`~llama_cy.LlamaContext` sequence at a position: text through
+a batch, media through mtmd-helper's embedding batches, which set M-RoPE positions and
+non-causal attention where the model needs them.
+"""
+
+import atexit
+import hashlib
+import logging
+import os
+import threading
+
+import numpy as np
+
+cimport cython
+
+from libc.stdint cimport int32_t, uint32_t
+from libc.stddef cimport size_t
+
+from llama_cy._c cimport llama as c
+from llama_cy._c cimport mtmd as m
+from llama_cy._c cimport mtmd_helper as mh
+from llama_cy._c.ggml cimport (
+    ggml_log_level, GGML_LOG_LEVEL_CONT, GGML_LOG_LEVEL_DEBUG, GGML_LOG_LEVEL_INFO,
+    GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR,
+)
+from llama_cy._batch cimport LlamaBatch
+from llama_cy._context cimport LlamaContext
+from llama_cy._handle cimport Handle
+from llama_cy._model cimport LlamaModel
+from llama_cy._view cimport ViewOwner, array_view
+
+from llama_cy.errors import (
+    ContextOverflowError, InvalidBatchError, LlamaError, MediaError, ModelLoadError,
+    decode_error,
+)
+
+#: The most pixels a decoded image may have (stb_image's own limit is per side).
+MAX_IMAGE_PIXELS = 64 * 1024 * 1024
+
+_CHUNK_TYPES = {
+    m.MTMD_INPUT_CHUNK_TYPE_TEXT: "text",
+    m.MTMD_INPUT_CHUNK_TYPE_IMAGE: "image",
+    m.MTMD_INPUT_CHUNK_TYPE_AUDIO: "audio",
+}
+
+# ---- libmtmd's log, into the "llama_cy" logger as llama.cpp's own ----------------------
+
+logger = logging.getLogger("llama_cy")
+cdef dict _LEVELS = {
+    GGML_LOG_LEVEL_DEBUG: logging.DEBUG,
+    GGML_LOG_LEVEL_INFO: logging.INFO,
+    GGML_LOG_LEVEL_WARN: logging.WARNING,
+    GGML_LOG_LEVEL_ERROR: logging.ERROR,
+}
+cdef list _pending = []
+cdef int _pending_level = logging.INFO
+
+
+cdef void _log_callback(ggml_log_level level, const char *text, void *user_data) noexcept with gil:
+    global _pending_level
+    if level != GGML_LOG_LEVEL_CONT:
+        _pending_level = _LEVELS.get(level, logging.INFO)
+    if not logger.isEnabledFor(_pending_level):
+        return
+    _pending.append(text.decode("utf-8", "replace"))
+    if _pending[-1].endswith("\n"):
+        line = "".join(_pending).rstrip("\n")
+        _pending.clear()
+        if line:
+            logger.log(_pending_level, "%s", line)
+
+
+cdef void _log_silent(ggml_log_level level, const char *text, void *user_data) noexcept nogil:
+    pass
+
+
+def _shutdown():
+    m.mtmd_log_set(_log_silent, NULL)
+    mh.mtmd_helper_log_set(_log_silent, NULL)
+
+
+m.mtmd_log_set(_log_callback, NULL)
+mh.mtmd_helper_log_set(_log_callback, NULL)
+atexit.register(_shutdown)
+
+
+def default_marker():
+    """The text that stands for one image or clip in a prompt (``<__media__>``)."""
+    return m.mtmd_default_marker().decode()
+
+
+def projector_caps(path):
+    """``(vision, audio)``: what the projector file at ``path`` takes, read from its
+    metadata without loading it."""
+    if not os.path.isfile(path):
+        raise ModelLoadError(f"projector file not found: {os.fspath(path)!r}")
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef m.mtmd_caps caps
+    with nogil:
+        caps = m.mtmd_get_cap_from_file(cpath)
+    return bool(caps.inp_vision), bool(caps.inp_audio)
+
+
+# ---- Bitmap ------------------------------------------------------------------------------
+
+@cython.final
+cdef class Bitmap(ViewOwner):
+    """One decoded image (RGB, 8 bits a channel) or one clip of mono float32 audio.
+
+    Build it with :meth:`from_file` or :meth:`from_bytes` (any image stb_image reads, or
+    WAV, MP3 or FLAC audio, resampled to the projector's rate), :meth:`from_array` (an
+    ``(H, W, 3)`` uint8 array) or :meth:`from_audio` (float32 PCM at the projector's
+    rate). libmtmd keeps its own copy of the pixels or samples. :attr:`id` names the
+    content (a hash of it, unless set): chunks of the same content have the same id, which
+    is how a KV cache prefix with this image is recognised.
+    """
+
+    def __cinit__(self):
+        self.ptr = NULL
+
+    def __init__(self):
+        raise TypeError("use Bitmap.from_file, from_bytes, from_array or from_audio")
+
+    def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        if self.ptr != NULL:
+            m.mtmd_bitmap_free(self.ptr)
+            self.ptr = NULL
+
+    @staticmethod
+    cdef Bitmap _wrap(m.mtmd_bitmap *ptr, object id):
+        cdef Bitmap b = Bitmap.__new__(Bitmap)
+        b.ptr = ptr
+        b._closed = False
+        if b.is_audio:
+            if m.mtmd_bitmap_get_n_bytes(ptr) == 0:
+                raise MediaError("the audio has no samples")
+        else:
+            b._check_size()
+        b.id = id if id is not None else b._content_hash()
+        return b
+
+    cdef int _check_size(self) except -1:
+        cdef uint32_t nx = m.mtmd_bitmap_get_nx(self.ptr)
+        cdef uint32_t ny = m.mtmd_bitmap_get_ny(self.ptr)
+        if nx == 0 or ny == 0:
+            raise MediaError(f"the image is empty ({nx}x{ny})")
+        if <size_t>nx * ny > MAX_IMAGE_PIXELS:
+            raise MediaError(f"the image is too large ({nx}x{ny} pixels; at most "
+                             f"{MAX_IMAGE_PIXELS} pixels)")
+        return 0
+
+    cdef str _content_hash(self):
+        cdef const unsigned char *data = m.mtmd_bitmap_get_data(self.ptr)
+        cdef size_t n = m.mtmd_bitmap_get_n_bytes(self.ptr)
+        h = hashlib.blake2b(digest_size=16)
+        h.update(b"audio" if self.is_audio else b"%dx%d" % (self.nx, self.ny))
+        if n:
+            h.update(<unsigned char[:n]><unsigned char *>data)
+        return h.hexdigest()
+
+    @staticmethod
+    def from_bytes(MtmdContext mctx not None, data, id=None):
+        """Decode an encoded image (JPEG, PNG, BMP, GIF, …) or audio file (WAV, MP3,
+        FLAC) held in memory. Raises :class:`~llama_cy.errors.MediaError` when it is
+        neither, is cut short, or is a kind the projector does not take."""
+        mctx._ensure_alive()
+        cdef const unsigned char[::1] buf = memoryview(data).cast("B")
+        if buf.shape[0] == 0:
+            raise MediaError("the media is empty (0 bytes)")
+        return Bitmap._wrap(mctx._decode(&buf[0], buf.shape[0]), id)
+
+    @staticmethod
+    def from_file(MtmdContext mctx not None, path, id=None):
+        """Decode an image or audio file (see :meth:`from_bytes`)."""
+        mctx._ensure_alive()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise MediaError(f"cannot read media file {os.fspath(path)!r}: {e.strerror}") from e
+        return Bitmap.from_bytes(mctx, data, id)
+
+    @staticmethod
+    def from_array(pixels, id=None):
+        """An image from an ``(H, W, 3)`` uint8 RGB array (copied once, into libmtmd)."""
+        arr = np.ascontiguousarray(pixels)
+        if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+            raise ValueError(f"pixels must be an (H, W, 3) uint8 array, not {arr.dtype} "
+                             f"of shape {tuple(arr.shape)}")
+        if arr.shape[0] == 0 or arr.shape[1] == 0:
+            raise MediaError(f"the image is empty ({arr.shape[1]}x{arr.shape[0]})")
+        if arr.shape[0] * arr.shape[1] > MAX_IMAGE_PIXELS:
+            raise MediaError(f"the image is too large ({arr.shape[1]}x{arr.shape[0]} pixels)")
+        cdef const unsigned char[:, :, ::1] px = arr
+        cdef m.mtmd_bitmap *ptr
+        with nogil:
+            ptr = m.mtmd_bitmap_init(<uint32_t>px.shape[1], <uint32_t>px.shape[0], &px[0, 0, 0])
+        if ptr == NULL:
+            raise MemoryError("mtmd_bitmap_init failed")
+        return Bitmap._wrap(ptr, id)
+
+    @staticmethod
+    def from_audio(samples, id=None):
+        """A clip from mono float32 PCM samples at the projector's sample rate."""
+        arr = np.ascontiguousarray(samples, dtype=np.float32)
+        if arr.ndim != 1:
+            raise ValueError(f"samples must be one-dimensional, not of shape {tuple(arr.shape)}")
+        if arr.shape[0] == 0:
+            raise MediaError("the audio has no samples")
+        if not np.isfinite(arr).all():
+            raise MediaError("the audio has samples that are NaN or infinite")
+        cdef const float[::1] pcm = arr
+        cdef m.mtmd_bitmap *ptr
+        with nogil:
+            ptr = m.mtmd_bitmap_init_from_audio(<size_t>pcm.shape[0], &pcm[0])
+        if ptr == NULL:
+            raise MemoryError("mtmd_bitmap_init_from_audio failed")
+        return Bitmap._wrap(ptr, id)
+
+    def __repr__(self):
+        if self._closed:
+            return "<Bitmap closed>"
+        if self.is_audio:
+            return f"<Bitmap audio n_samples={self.nx} id={self.id!r}>"
+        return f"<Bitmap image {self.nx}x{self.ny} id={self.id!r}>"
+
+    @property
+    def is_audio(self):
+        self._ensure_alive()
+        return bool(m.mtmd_bitmap_is_audio(self.ptr))
+
+    @property
+    def nx(self):
+        """Width in pixels (an image), or the number of samples (audio)."""
+        self._ensure_alive()
+        return m.mtmd_bitmap_get_nx(self.ptr)
+
+    @property
+    def ny(self):
+        """Height in pixels (an image); 1 for audio."""
+        self._ensure_alive()
+        return m.mtmd_bitmap_get_ny(self.ptr)
+
+    @property
+    def id(self):
+        self._ensure_alive()
+        cdef const char *s = m.mtmd_bitmap_get_id(self.ptr)
+        return s.decode() if s != NULL else None
+
+    @id.setter
+    def id(self, value):
+        self._ensure_alive()
+        cdef bytes b = str(value).encode()
+        m.mtmd_bitmap_set_id(self.ptr, b)
+
+    @property
+    def data(self):
+        """The pixels, ``(H, W, 3)`` uint8, or the samples, ``(n,)`` float32: a read-only
+        view of libmtmd's copy, valid while the bitmap lives."""
+        self._ensure_alive()
+        cdef const unsigned char *p = m.mtmd_bitmap_get_data(self.ptr)
+        cdef size_t n = m.mtmd_bitmap_get_n_bytes(self.ptr)
+        if self.is_audio:
+            return array_view(self, <void *>p, b"f", sizeof(float), n // sizeof(float), -1, True)
+        flat = array_view(self, <void *>p, b"B", 1, self.ny, self.nx * 3, True)
+        return np.asarray(flat).reshape(self.ny, self.nx, 3)
+
+
+# ---- chunks ------------------------------------------------------------------------------
+
+@cython.final
+cdef class InputChunks(Handle):
+    """A tokenized multimodal prompt: a sequence of :class:`InputChunk`."""
+
+    def __cinit__(self):
+        self.ptr = NULL
+
+    def __init__(self):
+        raise TypeError("InputChunks come from MtmdContext.tokenize")
+
+    def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        if self.ptr != NULL:
+            m.mtmd_input_chunks_free(self.ptr)
+            self.ptr = NULL
+
+    def __len__(self):
+        self._ensure_alive()
+        return m.mtmd_input_chunks_size(self.ptr)
+
+    def __getitem__(self, Py_ssize_t i):
+        self._ensure_alive()
+        cdef Py_ssize_t n = m.mtmd_input_chunks_size(self.ptr)
+        if i < 0:
+            i += n
+        if i < 0 or i >= n:
+            raise IndexError(f"chunk {i} out of range ({n} chunks)")
+        cdef InputChunk chunk = InputChunk.__new__(InputChunk)
+        chunk.ptr = m.mtmd_input_chunks_get(self.ptr, i)
+        chunk.parent = self
+        chunk._closed = False
+        self._acquire()
+        return chunk
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    @property
+    def n_tokens(self):
+        """Tokens in the KV cache once all chunks are evaluated."""
+        self._ensure_alive()
+        return mh.mtmd_helper_get_n_tokens(self.ptr)
+
+    @property
+    def n_pos(self):
+        """Positions the chunks take (fewer than tokens for M-RoPE images)."""
+        self._ensure_alive()
+        return mh.mtmd_helper_get_n_pos(self.ptr)
+
+    def __repr__(self):
+        if self._closed:
+            return "<InputChunks closed>"
+        return f"<InputChunks {len(self)} chunks, {self.n_tokens} tokens>"
+
+
+@cython.final
+cdef class InputChunk(Handle):
+    """One chunk of an :class:`InputChunks`: text tokens, an image or a clip of audio.
+    It keeps its :class:`InputChunks` alive."""
+
+    def __cinit__(self):
+        self.ptr = NULL
+
+    def __init__(self):
+        raise TypeError("an InputChunk comes from an InputChunks")
+
+    def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        if self.parent is not None:
+            self.ptr = NULL
+            self.parent._release()
+            self.parent = None
+
+    cdef int _check(self) except -1:
+        self._ensure_alive()
+        self.parent._ensure_alive()
+        return 0
+
+    @property
+    def type(self):
+        """``"text"``, ``"image"`` or ``"audio"``."""
+        self._check()
+        return _CHUNK_TYPES[m.mtmd_input_chunk_get_type(self.ptr)]
+
+    @property
+    def n_tokens(self):
+        self._check()
+        return m.mtmd_input_chunk_get_n_tokens(self.ptr)
+
+    @property
+    def n_pos(self):
+        self._check()
+        return m.mtmd_input_chunk_get_n_pos(self.ptr)
+
+    @property
+    def id(self):
+        """The media's id (its bitmap's), or None for text."""
+        self._check()
+        cdef const char *s = m.mtmd_input_chunk_get_id(self.ptr)
+        return s.decode() if s != NULL else None
+
+    @property
+    def tokens(self):
+        """A text chunk's token ids (a copy); empty for media."""
+        self._check()
+        cdef size_t n = 0
+        cdef const c.llama_token *toks
+        if m.mtmd_input_chunk_get_type(self.ptr) != m.MTMD_INPUT_CHUNK_TYPE_TEXT:
+            return np.empty(0, dtype=np.int32)
+        toks = m.mtmd_input_chunk_get_tokens_text(self.ptr, &n)
+        out = np.empty(n, dtype=np.int32)
+        cdef int32_t[::1] o = out
+        for i in range(n):
+            o[i] = toks[i]
+        return out
+
+    def __repr__(self):
+        if self._closed or self.parent is None or self.parent._closed:
+            return "<InputChunk closed>"
+        return f"<InputChunk {self.type} n_tokens={self.n_tokens} id={self.id!r}>"
+
+
+# ---- the context -------------------------------------------------------------------------
+
+@cython.no_gc_clear  # __dealloc__ releases the model it points to
+@cython.final
+cdef class MtmdContext(ViewOwner):
+    """A multimodal projector (``mmproj`` GGUF) loaded for a text model.
+
+    ``use_gpu`` offloads the projector to the first GPU (llama-server's
+    ``--mmproj-offload``); ``image_min_tokens``/``image_max_tokens`` bound the tokens
+    an image becomes, for projectors with dynamic resolution (-1: the file's own).
+    One thread at a time encodes; others wait.
+    """
+
+    def __cinit__(self, LlamaModel model not None, path, *, bint use_gpu=True,
+                  n_threads=None, int image_min_tokens=-1, int image_max_tokens=-1,
+                  flash_attn=None, bint warmup=True, bint print_timings=False):
+        self.ptr = NULL
+        model._ensure_alive()
+        if not os.path.isfile(path):
+            raise ModelLoadError(f"projector file not found: {os.fspath(path)!r}")
+        if image_min_tokens == 0 or image_min_tokens < -1 or image_max_tokens == 0 \
+                or image_max_tokens < -1:
+            raise ValueError("image_min_tokens and image_max_tokens are > 0, or -1 for the "
+                             "projector's own")
+        if image_min_tokens > 0 and image_max_tokens > 0 and image_min_tokens > image_max_tokens:
+            raise ValueError(f"image_min_tokens={image_min_tokens} exceeds "
+                             f"image_max_tokens={image_max_tokens}")
+        cdef int threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 4))
+        if threads < 1:
+            raise ValueError(f"n_threads must be >= 1, not {threads}")
+        cdef m.mtmd_context_params params = m.mtmd_context_params_default()
+        params.use_gpu = use_gpu
+        params.n_threads = threads
+        params.print_timings = print_timings
+        params.warmup = warmup
+        params.image_min_tokens = image_min_tokens
+        params.image_max_tokens = image_max_tokens
+        if flash_attn is not None:
+            params.flash_attn_type = (c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                                      else c.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        cdef bytes bpath = os.fsencode(path)
+        cdef const char *cpath = bpath
+        with nogil:
+            self.ptr = m.mtmd_init_from_file(cpath, model.ptr, params)
+        if self.ptr == NULL:
+            raise ModelLoadError(
+                f"failed to load the projector {os.fspath(path)!r} (not an mmproj GGUF, "
+                "truncated, of an unknown projector type, or made for a model of another "
+                "embedding size); see the 'llama_cy' log")
+        self.model = model
+        model._acquire()
+        self.path = os.fspath(path)
+        self.vision = m.mtmd_support_vision(self.ptr)
+        self.audio = m.mtmd_support_audio(self.ptr)
+        self.audio_sample_rate = m.mtmd_get_audio_sample_rate(self.ptr)
+        self.uses_mrope = m.mtmd_decode_use_mrope(self.ptr)
+        self.n_embd = c.llama_model_n_embd_inp(model.ptr)
+        self.n_encodes = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def __dealloc__(self):
+        self._dispose()
+
+    cdef void _dispose(self) noexcept:
+        if self.ptr != NULL:
+            m.mtmd_free(self.ptr)
+            self.ptr = NULL
+            self.model._release()
+
+    def __repr__(self):
+        if self._closed:
+            return "<MtmdContext closed>"
+        kinds = [k for k, on in (("vision", self.vision), ("audio", self.audio)) if on]
+        return f"<MtmdContext {self.path!r} {'+'.join(kinds)}>"
+
+    @property
+    def marker(self):
+        """The media marker of prompts (:func:`default_marker`)."""
+        self._ensure_alive()
+        return m.mtmd_get_marker(self.ptr).decode()
+
+    cdef m.mtmd_bitmap *_decode(self, const unsigned char *buf, size_t n) except NULL:
+        cdef mh.mtmd_helper_bitmap_wrapper w
+        cdef mh.mtmd_helper_init_opt opt = mh.mtmd_helper_init_opt_default()
+        self._enter()
+        try:
+            with nogil:
+                w = mh.mtmd_helper_bitmap_init_from_buf(self.ptr, buf, n, False, opt)
+        finally:
+            self._release()
+        if w.video_ctx != NULL:
+            mh.mtmd_helper_video_free(w.video_ctx)
+            if w.bitmap != NULL:
+                m.mtmd_bitmap_free(w.bitmap)
+            raise MediaError("video input is not supported")
+        if w.bitmap == NULL:
+            raise MediaError(
+                "the media could not be decoded: not an image (JPEG, PNG, BMP, GIF, …) or "
+                "audio file (WAV, MP3, FLAC), cut short, or audio for a projector without "
+                "audio input")
+        return w.bitmap
+
+    def bitmap(self, source, id=None):
+        """A :class:`Bitmap` from a path, encoded bytes, an ``(H, W, 3)`` uint8 array or
+        a float32 PCM array."""
+        if isinstance(source, np.ndarray):
+            return Bitmap.from_array(source, id) if source.ndim == 3 else Bitmap.from_audio(source, id)
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return Bitmap.from_bytes(self, source, id)
+        return Bitmap.from_file(self, source, id)
+
+    def tokenize(self, text, bitmaps=(), *, bint add_special=True, bint parse_special=True):
+        """Split ``text`` at its media markers into chunks: each marker takes the next of
+        ``bitmaps`` (as many markers as bitmaps)."""
+        self._ensure_alive()
+        bitmaps = list(bitmaps)
+        cdef Bitmap b
+        marker = self.marker
+        n_markers = text.count(marker)
+        if n_markers != len(bitmaps):
+            raise ValueError(f"the prompt has {n_markers} media markers ({marker!r}) but "
+                             f"{len(bitmaps)} images or clips were given")
+        for b in bitmaps:
+            b._ensure_alive()
+            if b.is_audio and not self.audio:
+                raise MediaError("this projector takes no audio input")
+            if not b.is_audio and not self.vision:
+                raise MediaError("this projector takes no image input")
+        cdef bytes btext = text.encode()
+        cdef m.mtmd_input_text inp
+        inp.text = btext
+        inp.text_len = len(btext)
+        inp.add_special = add_special
+        inp.parse_special = parse_special
+        cdef size_t n = len(bitmaps)
+        cdef const m.mtmd_bitmap **ptrs = NULL
+        cdef InputChunks out = InputChunks.__new__(InputChunks)
+        out.ptr = m.mtmd_input_chunks_init()
+        if out.ptr == NULL:
+            raise MemoryError("mtmd_input_chunks_init failed")
+        out.mctx = self
+        out._closed = False
+        keep = np.empty(max(n, 1), dtype=np.uintp)
+        cdef size_t[::1] addr = keep
+        for i in range(n):
+            b = bitmaps[i]
+            addr[i] = <size_t>b.ptr
+        ptrs = <const m.mtmd_bitmap **>&addr[0]
+        cdef int32_t rc
+        with self._lock:
+            with nogil:
+                rc = m.mtmd_tokenize(self.ptr, out.ptr, &inp, ptrs, n)
+        if rc == 1:
+            raise ValueError("the number of media markers does not match the number of media")
+        if rc == 2:
+            raise MediaError("the projector could not preprocess an image or clip")
+        if rc != 0:
+            raise LlamaError(f"mtmd_tokenize failed ({rc})")
+        return out
+
+    cdef int _check_media(self, InputChunk chunk) except -1:
+        chunk._check()
+        if chunk.parent.mctx is not self:
+            raise ValueError("the chunk was tokenized by another MtmdContext")
+        if m.mtmd_input_chunk_get_type(chunk.ptr) == m.MTMD_INPUT_CHUNK_TYPE_TEXT:
+            raise ValueError("a text chunk has no media to encode")
+        return 0
+
+    def encode(self, InputChunk chunk not None):
+        """Run the projector on a media chunk: its embeddings, a read-only
+        ``(n_tokens, n_embd)`` float32 view of libmtmd's buffer, overwritten by the next
+        encode (copy it to keep it)."""
+        self._ensure_alive()
+        self._check_media(chunk)
+        if self._n_views > 0:
+            raise LlamaError("a view of the last encode's embeddings is alive: the next "
+                             "encode would overwrite it. Drop it (or copy it) first.")
+        cdef int32_t rc
+        cdef const m.mtmd_input_chunk *p = chunk.ptr
+        self._enter()
+        try:
+            with self._lock:
+                with nogil:
+                    rc = m.mtmd_encode_chunk(self.ptr, p)
+                self.n_encodes += 1
+        finally:
+            self._release()
+        if rc != 0:
+            raise MediaError(f"the projector failed to encode the {chunk.type} ({rc})")
+        cdef float *embd = m.mtmd_get_output_embd(self.ptr)
+        return array_view(self, embd, b"f", sizeof(float),
+                          m.mtmd_input_chunk_get_n_tokens(chunk.ptr), self.n_embd, True)
+
+    def eval_chunk(self, LlamaContext ctx not None, InputChunk chunk not None, int n_past,
+                   int seq_id=0, *, bint logits_last=False, embd=None):
+        """Put ``chunk`` into sequence ``seq_id`` of ``ctx`` at position ``n_past``;
+        returns the position after it. Text goes in batches of ``ctx.n_batch`` (with
+        logits for its last token if ``logits_last``); media is encoded (unless ``embd``
+        holds its :meth:`encode` output) and decoded as embeddings."""
+        self._ensure_alive()
+        ctx._ensure_alive()
+        chunk._check()
+        if ctx.model is not self.model:
+            raise ValueError("the context is of another model than this projector's")
+        if chunk.parent.mctx is not self:
+            raise ValueError("the chunk was tokenized by another MtmdContext")
+        ctx._check_seq(seq_id, False)
+        if n_past < 0:
+            raise ValueError(f"n_past must be >= 0, not {n_past}")
+        cdef int n_pos = m.mtmd_input_chunk_get_n_pos(chunk.ptr)
+        if n_past + n_pos > ctx.n_ctx_seq:
+            raise ContextOverflowError(n_past + n_pos, ctx.n_ctx_seq)
+        cdef int kind = m.mtmd_input_chunk_get_type(chunk.ptr)
+        if kind == m.MTMD_INPUT_CHUNK_TYPE_TEXT:
+            return self._eval_text(ctx, chunk, n_past, seq_id, logits_last)
+        return self._eval_media(ctx, chunk, n_past, seq_id, embd)
+
+    cdef int _eval_text(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,
+                        bint logits_last) except -1:
+        toks = chunk.tokens
+        cdef int n = toks.shape[0]
+        cdef int step = ctx.n_batch
+        cdef LlamaBatch batch = LlamaBatch(min(max(n, 1), step))
+        try:
+            for start in range(0, n, step):
+                part = toks[start:start + step]
+                batch.clear()
+                batch.add_sequence(part, n_past + start, seq_id,
+                                   logits_last=logits_last and start + step >= n)
+                ctx.decode(batch)
+        finally:
+            batch.close()
+        return n_past + n
+
+    cdef int _eval_media(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,
+                         embd) except -1:
+        cdef int n_tokens = m.mtmd_input_chunk_get_n_tokens(chunk.ptr)
+        cdef bint non_causal = m.mtmd_decode_use_non_causal(self.ptr, chunk.ptr)
+        if non_causal and n_tokens > ctx.n_ubatch:
+            raise InvalidBatchError(
+                f"this {chunk.type} is {n_tokens} tokens, decoded with non-causal attention "
+                f"in one micro-batch: create the context with n_ubatch >= {n_tokens} "
+                f"(it has {ctx.n_ubatch})", -1)
+        if embd is None:
+            arr = np.asarray(self.encode(chunk))
+        else:
+            arr = np.ascontiguousarray(embd, dtype=np.float32)
+            if arr.ndim != 2 or arr.shape[0] != n_tokens or arr.shape[1] != self.n_embd:
+                raise ValueError(f"embd must be ({n_tokens}, {self.n_embd}) float32, not "
+                                 f"of shape {tuple(arr.shape)}")
+        cdef const float[:, ::1] rows = arr
+        # mtmd-helper takes a mutable pointer but only reads the embeddings.
+        cdef float *p = <float *>&rows[0, 0]
+        cdef int32_t rc
+        cdef c.llama_pos new_n_past = n_past
+        cdef int n_batch = ctx.n_batch
+        self._enter()
+        ctx._lock_acquire()
+        try:
+            ctx._abort = 0
+            with nogil:
+                rc = mh.mtmd_helper_decode_image_chunk(
+                    self.ptr, ctx.ptr, chunk.ptr, p, n_past, seq_id, n_batch, &new_n_past,
+                    NULL, NULL)
+            ctx._n_outputs = 0
+        finally:
+            ctx._lock_release()
+            self._release()
+        if rc != 0:
+            raise decode_error(rc, f"decoding the {chunk.type}'s embeddings")
+        return new_n_past
+
+    def eval_chunks(self, LlamaContext ctx not None, InputChunks chunks not None,
+                    int n_past=0, int seq_id=0, *, bint logits_last=True):
+        """Evaluate every chunk in order from ``n_past``; the last one's last token gets
+        logits (``logits_last``). Returns the position after them."""
+        n = len(chunks)
+        for i in range(n):
+            n_past = self.eval_chunk(ctx, chunks[i], n_past, seq_id,
+                                     logits_last=logits_last and i == n - 1)
+        return n_past
