@@ -1,0 +1,88 @@
+"""llama-mtmd-cli's evaluation as a native program (``reference/mtmd_ref.cpp``), for tests
+and the benchmark: compiled against the package's own headers and libraries."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+import llama_cy
+from llama_cy import _build_config
+
+SOURCE = Path(__file__).resolve().parent / "reference" / "mtmd_ref.cpp"
+LIBRARIES = tuple(_build_config.LIBRARIES[t] for t in ("mtmd", "llama", "ggml", "ggml-base"))
+
+
+def build_mtmd_reference(cache_dir: Path) -> Path:
+    """Compile mtmd_ref into ``cache_dir`` unless an up-to-date binary is there."""
+    lib_dir = Path(llama_cy.get_lib_dir()).resolve()
+    libs = [lib_dir / name for name in LIBRARIES]
+    tag = hashlib.sha256(str(lib_dir).encode()).hexdigest()[:12]
+    binary = Path(cache_dir) / f"mtmd_ref-{tag}"
+    newest = max(p.stat().st_mtime for p in (SOURCE, *libs))
+    if binary.is_file() and binary.stat().st_mtime >= newest:
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
+    cmd = [
+        *shlex.split(os.environ.get("CXX", "g++")),
+        "-O2",
+        "-std=c++17",
+        f"-I{llama_cy.get_include()}",
+        str(SOURCE),
+        "-o",
+        str(partial),
+        *(str(p) for p in libs),
+        f"-Wl,-rpath,{lib_dir}",
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"compiling mtmd_ref failed:\n{shlex.join(cmd)}\n{result.stderr}")
+    partial.replace(binary)
+    return binary
+
+
+def run_mtmd_reference(
+    binary: Path,
+    model: Path,
+    mmproj: Path,
+    prompt: str,
+    media: list[Path],
+    out: Path,
+    *,
+    n_predict: int = 8,
+    threads: int = 2,
+) -> dict[str, Any]:
+    """Run mtmd_ref; its JSON plus ``embd`` (one array per media chunk) and ``logits``."""
+    cmd = [
+        str(binary),
+        llama_cy.get_lib_dir(),
+        str(model),
+        str(mmproj),
+        prompt,
+        str(n_predict),
+        str(out),
+        str(threads),
+        *map(str, media),
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"mtmd_ref exited with {result.returncode}: {result.stderr[-3000:]}")
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    embd: list[npt.NDArray[np.float32]] = []
+    i = 0
+    while (p := Path(f"{out}.embd.{i}")).is_file():
+        embd.append(np.fromfile(p, dtype=np.float32))
+        i += 1
+    parsed["embd"] = embd
+    parsed["logits"] = np.fromfile(f"{out}.logits", dtype=np.float32)
+    return parsed
