@@ -227,10 +227,17 @@ class Preparer:
         stop: str | Sequence[str] | None = None,
         stopping_criteria: Sequence[StoppingCriteria] | None = None,
         add_bos: bool = True,
+        media: Media | None = None,
         **sampling: Any,
     ) -> Job:
-        """A text completion's job (``suffix``: fill-in-the-middle)."""
-        tokens = self._completion_tokens(prompt, suffix, add_bos)
+        """A text completion's job (``suffix``: fill-in-the-middle; ``media``: the
+        images of ``prompt``, tokens from :meth:`media_prompt`)."""
+        if media is not None:
+            if suffix is not None:
+                raise ValueError("a prompt with media cannot take a suffix")
+            tokens = [int(t) for t in prompt]
+        else:
+            tokens = self._completion_tokens(prompt, suffix, add_bos)
         params = self.sampling(self._profile(chat=False), **sampling)
         if logprobs is not None and logprobs < 0:
             raise ValueError(f"logprobs must be >= 0, got {logprobs}")
@@ -241,6 +248,7 @@ class Preparer:
             _stops(stop),
             logprobs,
             tuple(stopping_criteria or ()),
+            media=media,
         )
 
     def _completion_tokens(

@@ -83,7 +83,6 @@ def test_server_fields_and_renames_come_from_the_table() -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("chat_handler", object()),
         ("logits_all", True),
         ("spm_infill", True),
         ("tokenizer", object()),

@@ -43,7 +43,7 @@ def routes(server: Server) -> list[RouteSpec]:
         body = schema.check(chat, schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
             server.preparer.chat,
-            messages(body["messages"], allow_empty=True),
+            messages(body["messages"], allow_empty=True, media=server.mtmd is not None),
             **chat_kwargs(server, body),
         )
         assert job.chat is not None
@@ -57,7 +57,7 @@ def routes(server: Server) -> list[RouteSpec]:
         body = schema.check(to_openai(raw), schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
             server.preparer.chat,
-            messages(body["messages"], allow_empty=True),
+            messages(body["messages"], allow_empty=True, media=server.mtmd is not None),
             **chat_kwargs(server, body),
         )
         return JSONResponse({"input_tokens": len(job.tokens)})

@@ -39,10 +39,12 @@ from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
+from llama_cy._mtmd import MtmdContext
 from llama_cy.completion import CompletionChunk, join_chunks
 from llama_cy.embedding import Embedder
 from llama_cy.errors import ContextOverflowError, KVCacheFullError, LlamaError
 from llama_cy.generation import Job
+from llama_cy.media import MediaSource
 from llama_cy.responses import Shaper
 from llama_cy.server import (
     anthropic,
@@ -97,6 +99,7 @@ class Server:
         self.engine: Engine | None = None
         self.embedder: Embedder | None = None
         self.draft_model: LlamaModel | None = None  #: -md, loaded with the engine
+        self.mtmd: MtmdContext | None = None  #: --mmproj, loaded with the engine
         self.embed_lock = threading.Lock()
         self.lora_scales = [
             0.0 if settings.lora_init_without_apply else scale for _, scale in settings.lora
@@ -128,6 +131,22 @@ class Server:
         model, settings = self.model, self.settings
         self.preparer = settings.preparer(model)
         context = settings.context_kwargs(model)
+        if settings.mmproj is not None:
+            if settings.embeddings or settings.reranking:
+                raise ValueError("--mmproj cannot be combined with --embeddings or --rerank")
+            if settings.speculative is not None:
+                # As llama-server: a draft cannot see the image the target saw.
+                raise ValueError("--mmproj cannot be combined with speculative decoding")
+            self.mtmd = MtmdContext(
+                model,
+                settings.mmproj,
+                use_gpu=settings.mmproj_offload,
+                n_threads=settings.threads_batch or settings.threads,
+                image_min_tokens=settings.image_min_tokens,
+                image_max_tokens=settings.image_max_tokens,
+            )
+            self.preparer.mtmd = self.mtmd
+            self.preparer.media_source = MediaSource(media_path=settings.media_path)
         #: --lora adapters, and the scales a request without ``lora`` runs with
         self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         if settings.embeddings or settings.reranking:
@@ -203,6 +222,9 @@ class Server:
         if self.draft_model is not None:
             self.draft_model.close()
             self.draft_model = None
+        if self.mtmd is not None:
+            self.mtmd.close()
+            self.mtmd = None
 
     # ---- sleeping (--sleep-idle-seconds) ---------------------------------------------
 

@@ -438,13 +438,21 @@ class Engine:
         n_gen = sum(s.fill(batch, 1) for s in generating)
         n_prompt = 0
         prefilling = []
-        for s in busy:
+        for s in list(busy):
             if s.token < 0:
-                added = s.fill(batch, batch.capacity - batch.n_tokens)
+                try:
+                    # An image or clip is encoded and decoded here, for this slot alone.
+                    added = s.fill(batch, batch.capacity - batch.n_tokens)
+                except LlamaError as exc:  # this request only
+                    s.failed()
+                    self._end(s, exc)
+                    busy.remove(s)
+                    continue
                 n_prompt += added
                 if added:
                     prefilling.append(s)
         if n_gen + n_prompt == 0:
+            self._flush()  # a slot ended, or only an image went in
             return
         t0 = time.perf_counter()
         try:

@@ -34,7 +34,7 @@ REFUSED: Status = "refused"
 
 _DOWNLOAD = "models are not downloaded here: pass a local file with -m"
 _SPEC_PLACEMENT = "the draft model's devices and tensor placement are not exposed here"
-_MTMD = "multimodal input is not built yet (issue 18)"
+_MTMD = "video input, the projector's device and its batch size are not chosen here (the projector runs on the first GPU, or the CPU)"
 _ROUTER = "llama-cy serve runs one model: llama-server's router mode is not built"
 _AFFINITY = "CPU affinity, priority and polling are not exposed by llama_cy's thread pools"
 _PRESET = "a preset downloads its models: pass a local file with -m"
@@ -419,15 +419,22 @@ FLAGS: tuple[Flag, ...] = (
     _f("-cb --cont-batching", "cont_batching", None, default=True,
        negative=("-nocb", "--no-cont-batching"), env="LLAMA_ARG_CONT_BATCHING",
        help="continuous batching (always on here: --no-cont-batching is refused)"),
-    _refused("-mm --mmproj", "mmproj", "FILE", _MTMD, env="LLAMA_ARG_MMPROJ"),
+    _f("-mm --mmproj", "mmproj", "FILE", env="LLAMA_ARG_MMPROJ",
+       help="multimodal projector file: images and audio in requests"),
     _refused("-mmu --mmproj-url", "mmproj_url", "URL", _DOWNLOAD),
     _inert("--mmproj-auto", "mmproj_auto", None,
            "it concerns a projector downloaded with -hf, and nothing is downloaded here",
            negative=("--no-mmproj", "--no-mmproj-auto")),
-    _refused("--mmproj-offload", "mmproj_offload", None, _MTMD, negative=("--no-mmproj-offload",)),
+    _f("--mmproj-offload", "mmproj_offload", None, default=True,
+       negative=("--no-mmproj-offload",), env="LLAMA_ARG_MMPROJ_OFFLOAD",
+       help="run the projector on the GPU (default: on)"),
     _refused("-mmdev --mmproj-device", "mmproj_device", "DEVICE", _MTMD),
-    _refused("--image-min-tokens", "image_min_tokens", "N", _MTMD),
-    _refused("--image-max-tokens", "image_max_tokens", "N", _MTMD),
+    _f("--image-min-tokens", "image_min_tokens", "N", type=int, default=-1,
+       env="LLAMA_ARG_IMAGE_MIN_TOKENS",
+       help="fewest tokens an image becomes (dynamic-resolution projectors)"),
+    _f("--image-max-tokens", "image_max_tokens", "N", type=int, default=-1,
+       env="LLAMA_ARG_IMAGE_MAX_TOKENS",
+       help="most tokens an image becomes (dynamic-resolution projectors)"),
     _refused("--mtmd-batch-max-tokens", "mtmd_batch_max_tokens", "N", _MTMD),
     _refused("--video-fps", "video_fps", "N", _MTMD),
     _refused("--video-timestamp-interval", "video_timestamp_interval", "N", _MTMD),
@@ -518,7 +525,8 @@ FLAGS: tuple[Flag, ...] = (
        env="LLAMA_ARG_ENDPOINT_SLOTS", help="the /slots endpoint (default: on)"),
     _f("--slot-save-path", "slot_save_path", "PATH",
        help="folder for /slots/ID?action=save|restore"),
-    _refused("--media-path", "media_path", "PATH", _MTMD),
+    _f("--media-path", "media_path", "PATH",
+       help="folder that file:// media URLs are read under (default: none allowed)"),
     _refused("--models-dir", "models_dir", "PATH", _ROUTER, env="LLAMA_ARG_MODELS_DIR"),
     _refused("--models-preset", "models_preset", "PATH", _ROUTER),
     _refused("--models-max", "models_max", "N", _ROUTER),
@@ -946,4 +954,9 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         speculative=_speculative(args),
         model_draft=args.model_draft,
         n_gpu_layers_draft=args.n_gpu_layers_draft,
+        mmproj=args.mmproj,
+        mmproj_offload=args.mmproj_offload,
+        image_min_tokens=args.image_min_tokens,
+        image_max_tokens=args.image_max_tokens,
+        media_path=args.media_path,
     )

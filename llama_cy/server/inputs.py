@@ -5,12 +5,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from llama_cy.generation import Media
+from llama_cy.media import decode_base64
 from llama_cy.server.schema import ApiError
 
 if TYPE_CHECKING:
     from llama_cy.server.app import Server
 
-__all__ = ["input_prompts", "logit_bias", "lora_request", "messages", "prompt", "prompt_parts"]
+__all__ = [
+    "MediaTokens",
+    "input_prompts",
+    "logit_bias",
+    "lora_request",
+    "messages",
+    "prompt",
+    "prompt_parts",
+]
+
+_MEDIA_PARTS = ("image_url", "input_audio")
+
+
+class MediaTokens(list[int]):
+    """A prompt's tokens whose media positions are stand-ins, with its :class:`Media`."""
+
+    media: Media
 
 
 def input_prompts(server: Server, value: Any) -> list[list[int]]:
@@ -29,11 +47,7 @@ def _is_int(x: Any) -> bool:
 def _subprompt(server: Server, value: Any) -> list[int]:
     if isinstance(value, dict) and "prompt_string" in value:
         if value.get("multimodal_data") is not None:
-            raise ApiError(
-                400,
-                "multimodal data was given, but this server has no multimodal projector",
-                param="prompt",
-            )
+            return _multimodal(server, value["prompt_string"], value["multimodal_data"])
         value = value["prompt_string"]
     model = server.model
     if isinstance(value, str):
@@ -52,6 +66,31 @@ def _subprompt(server: Server, value: Any) -> list[int]:
         "prompt_string, or a list of mixed strings and tokens",
         param="prompt",
     )
+
+
+def _multimodal(server: Server, text: Any, data: Any) -> MediaTokens:
+    """llama-server's ``{"prompt_string": ..., "multimodal_data": [base64, ...]}``: one
+    media marker in the text per entry."""
+    if server.mtmd is None:
+        raise ApiError(
+            400,
+            "multimodal data was given, but this server has no multimodal projector (--mmproj)",
+            param="prompt",
+        )
+    if not isinstance(text, str) or not isinstance(data, list):
+        raise ApiError(
+            400,
+            "a multimodal prompt is a prompt_string and a multimodal_data array of base64 strings",
+            param="prompt",
+        )
+    if not all(isinstance(d, str) for d in data):
+        raise ApiError(400, "multimodal_data entries must be base64 strings", param="prompt")
+    files = [decode_base64(d) for d in data]
+    prep = server.preparer
+    tokens, media = prep.media_prompt(text, prep.bitmaps(files))
+    out = MediaTokens(tokens)
+    out.media = media
+    return out
 
 
 def logit_bias(server: Server, value: Any) -> dict[int, float]:
@@ -107,10 +146,13 @@ def prompt(value: Any) -> str | list[int]:
     )
 
 
-def messages(value: list[Any], *, allow_empty: bool = False) -> list[dict[str, Any]]:
+def messages(
+    value: list[Any], *, allow_empty: bool = False, media: bool = False
+) -> list[dict[str, Any]]:
     """Chat messages, checked; text content parts stay parts (llama.cpp's chat engine
-    joins them as llama-server does). Only Anthropic's route takes an empty list, as
-    llama-server does there."""
+    joins them as llama-server does), and ``media`` (the server has a projector) lets
+    ``image_url`` and ``input_audio`` parts through. Only Anthropic's route takes an
+    empty list, as llama-server does there."""
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -120,15 +162,23 @@ def messages(value: list[Any], *, allow_empty: bool = False) -> list[dict[str, A
         content = m.get("content")
         if isinstance(content, list):
             for part in content:
-                if (
-                    not isinstance(part, dict)
-                    or part.get("type") != "text"
-                    or not isinstance(part.get("text"), str)
-                ):
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind in _MEDIA_PARTS and media:
+                    continue  # read by the preparer (llama_cy.media)
+                if kind in _MEDIA_PARTS:
+                    what = "image" if kind == "image_url" else "audio"
+                    raise ApiError(  # llama-server's words
+                        400,
+                        f"{what} input is not supported - hint: if this is unexpected, you "
+                        "may need to provide the mmproj",
+                        param="messages",
+                    )
+                if kind != "text" or not isinstance(part.get("text"), str):
                     raise ApiError(
                         400,
-                        f"messages[{i}]: only text content parts are supported (this "
-                        "server has no multimodal projector: image input is not supported)",
+                        f"messages[{i}]: content parts must be text"
+                        + (", image_url or input_audio" if media else "")
+                        + f" parts, not {kind!r}",
                         param="messages",
                     )
         elif content is not None and not isinstance(content, str):

@@ -126,9 +126,12 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def apply_template(request: Request) -> Response:
         body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
+        marked, _ = await asyncio.to_thread(
+            server.preparer.split_media, messages(body["messages"], media=server.mtmd is not None)
+        )
         prompt, _ = await asyncio.to_thread(
             server.preparer.chat_prompt,
-            messages(body["messages"]),
+            marked,
             grammar=body.get("grammar"),
             **render_kwargs(body),
         )
@@ -264,11 +267,17 @@ def props_dict(server: Server) -> dict[str, Any]:
         "chat_template_caps": template.caps,
         "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
         "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
-        "modalities": {"vision": False, "audio": False},
+        "modalities": modalities(server),
         "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
         "endpoint_slots": server.settings.slots_endpoint,
         "endpoint_metrics": server.settings.metrics,
     }
+
+
+def modalities(server: Server) -> dict[str, bool]:
+    """What the server takes besides text (its projector's inputs)."""
+    mtmd = server.mtmd
+    return {"vision": bool(mtmd and mtmd.vision), "audio": bool(mtmd and mtmd.audio)}
 
 
 def infill_tokens(
@@ -338,6 +347,7 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         max_tokens=body.get("n_predict", body.get("max_tokens")),
         stop=body.get("stop"),
         logprobs=n_probs if n_probs > 0 else None,
+        media=getattr(tokens, "media", None),
         **sampling,
     )
     # llama-server's probabilities of the distribution the sampler chain left
@@ -515,6 +525,9 @@ def slot_file(folder: str, name: str) -> str:
 def _save(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
     t0 = time.perf_counter()
     tokens = list(slot.cache)
+    if any(t < 0 for t in tokens):  # as llama-server: a slot file holds tokens only
+        raise ApiError(501, "saving a slot that holds images or audio is not supported",
+                       "not_supported_error")
     n_bytes = slot.ctx.state_seq_save_file(path, slot.id, tokens)
     ms = (time.perf_counter() - t0) * 1e3
     return {

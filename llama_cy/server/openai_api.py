@@ -81,7 +81,10 @@ def routes(server: Server) -> list[RouteSpec]:
             "tags": sorted(server.settings.tags),
             "meta": meta,
         }
-        return JSONResponse({"object": "list", "data": [card]})
+        # llama-server's Ollama-style list beside OpenAI's: capabilities name the modalities.
+        caps = ["completion", "multimodal"] if server.mtmd is not None else ["completion"]
+        entry = {"name": server.model_id, "model": server.model_id, "capabilities": caps}
+        return JSONResponse({"object": "list", "data": [card], "models": [entry]})
 
     async def completions(request: Request) -> Response:
         server.generating()
@@ -122,7 +125,7 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await server.body(request, schema.CHAT, "messages")
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
+            server.preparer.chat, messages(body["messages"], media=server.mtmd is not None), **chat_kwargs(server, body)
         )
         assert job.chat is not None
         stream = bool(body.get("stream"))
@@ -144,7 +147,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def chat_input_tokens(request: Request) -> Response:
         body = await server.body(request, schema.CHAT, "messages")
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"]), **chat_kwargs(server, body)
+            server.preparer.chat, messages(body["messages"], media=server.mtmd is not None), **chat_kwargs(server, body)
         )
         return JSONResponse({"input_tokens": len(job.tokens)})
 

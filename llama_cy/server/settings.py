@@ -92,6 +92,11 @@ class ServerSettings:
     speculative: Mapping[str, Any] | None = None
     model_draft: str | None = None  #: -md: the draft model's file
     n_gpu_layers_draft: int = -1
+    mmproj: str | None = None  #: --mmproj: a multimodal projector file
+    mmproj_offload: bool = True
+    image_min_tokens: int = -1
+    image_max_tokens: int = -1
+    media_path: str | None = None  #: --media-path: the folder file:// URLs are read under
 
     @property
     def model_id(self) -> str:
