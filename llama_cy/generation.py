@@ -93,6 +93,18 @@ class Media:
             raise ValueError("a prompt must end with text after its last image or clip")
         return tokens, cls(mctx, chunks, spans)
 
+    def detokenize(self, tokens: list[int], unparse_special: bool = True) -> str:
+        """The text of a job's ``tokens``, each image or clip shown as the media marker."""
+        model = self.mctx.model
+        parts: list[str] = []
+        i = 0
+        for start in sorted(self.spans):
+            parts.append(model.detokenize(tokens[i:start], unparse_special=unparse_special))
+            parts.append(self.mctx.marker)
+            i = start + self.spans[start].n_tokens
+        parts.append(model.detokenize(tokens[i:], unparse_special=unparse_special))
+        return "".join(parts)
+
     def start_of(self, i: int) -> int:
         """Where the media chunk holding token ``i`` starts (``i`` if none does)."""
         for start, chunk in self.spans.items():

@@ -181,8 +181,11 @@ class Preparer:
             raise ValueError("the prompt is empty (and the model adds no BOS token)")
         return tokens
 
-    def text(self, tokens: Sequence[int]) -> str:
-        """The text of ``tokens`` as a prompt echo shows it (special tokens as nothing)."""
+    def text(self, tokens: Sequence[int], media: Media | None = None) -> str:
+        """The text of ``tokens`` as a prompt echo shows it (special tokens as nothing;
+        ``media``'s images and clips as the media marker)."""
+        if media is not None:
+            return media.detokenize(list(tokens), unparse_special=False)
         piece = self.model.token_to_piece
         return b"".join(piece(t) for t in tokens).decode("utf-8", "replace")
 

@@ -495,7 +495,11 @@ class NativeShaper(Shaper):
             "generation_settings": generation_settings(
                 self.server, self.job, {"stream": self.streaming}
             ),
-            "prompt": model.detokenize(self.job.tokens, unparse_special=True),
+            "prompt": (
+                model.detokenize(self.job.tokens, unparse_special=True)
+                if self.job.media is None
+                else self.job.media.detokenize(self.job.tokens)
+            ),
             "has_new_line": self._new_line,
             "truncated": truncated,
             "stop_type": _STOP_TYPES[reason],

@@ -108,7 +108,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     stop=body.get("stop"),
                     **server.sampling(body),
                 )
-                prefix = server.preparer.text(job.tokens) if body.get("echo") else ""
+                prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
                     server.model_id,
                     prefix=prefix,
