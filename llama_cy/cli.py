@@ -8,6 +8,7 @@ and ``serve`` use the Gemma 3 270M demo model when its package is installed.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
@@ -197,6 +198,50 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _add_mtmd(p: argparse.ArgumentParser, files: bool) -> None:
+    g = p.add_argument_group("multimodal (llama-mtmd-cli's flags)")
+    g.add_argument("-mm", "--mmproj", help="multimodal projector file")
+    g.add_argument(
+        "--no-mmproj-offload",
+        dest="mmproj_offload",
+        action="store_false",
+        help="run the projector on the CPU",
+    )
+    g.add_argument("--image-min-tokens", type=int, help="fewest tokens an image becomes")
+    g.add_argument("--image-max-tokens", type=int, help="most tokens an image becomes")
+    if files:
+        g.add_argument(
+            "--image", action="append", default=[], metavar="FILE",
+            help="an image for the prompt (repeatable; one media marker each)",
+        )
+        g.add_argument(
+            "--audio", action="append", default=[], metavar="FILE",
+            help="an audio file for the prompt (repeatable)",
+        )
+
+
+def _mtmd(args: argparse.Namespace) -> dict[str, Any]:
+    if args.mmproj is None:
+        for flag in ("image", "audio"):
+            if getattr(args, flag, None):
+                raise SystemExit(f"llama-cy: --{flag} needs --mmproj")
+        return {}
+    return {
+        "mmproj": args.mmproj,
+        "mmproj_offload": args.mmproj_offload,
+        "image_min_tokens": args.image_min_tokens,
+        "image_max_tokens": args.image_max_tokens,
+    }
+
+
+def _read_media(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise SystemExit(f"llama-cy: cannot read {path!r}: {e.strerror}") from None
+
+
 def _chat_template(args: argparse.Namespace) -> dict[str, Any]:
     """The chat-template flags as keywords of ``Llama``/``Preparer``: a built-in name
     given to --chat-template is a ``chat_format``, anything else Jinja source."""
@@ -278,6 +323,7 @@ def _llama(args: argparse.Namespace, **extra: Any) -> Any:
         progress=_Bar(f"loading {os.path.basename(path)}"),
         rpc_servers=args.rpc,
         **_speculative(args),
+        **_mtmd(args),
         **extra,
     )
 
@@ -313,7 +359,18 @@ def _run(args: argparse.Namespace) -> int:
             sys.stdout.write(prompt)
             sys.stdout.flush()
         last = None
-        for chunk in llm.stream(prompt, **_sampling(args)):
+        files = [_read_media(f) for f in [*args.image, *args.audio]]
+        if files:
+            # As llama-mtmd-cli: media without markers in the prompt go before it.
+            assert llm.mtmd is not None  # _mtmd() refused media without --mmproj
+            marker = llm.mtmd.marker
+            if marker not in prompt:
+                prompt = marker * len(files) + prompt
+            tokens, media = llm.preparer.media_prompt(prompt, llm.preparer.bitmaps(files))
+            chunks = llm.generate(llm.preparer.completion(tokens, media=media, **_sampling(args)))
+        else:
+            chunks = llm.stream(prompt, **_sampling(args))
+        for chunk in chunks:
             sys.stdout.write(chunk.text)
             sys.stdout.flush()
             last = chunk
@@ -335,9 +392,12 @@ def _chat(args: argparse.Namespace) -> int:
             history.append({"role": "system", "content": args.system_prompt})
         if tty:
             print(
-                "chat: /clear forgets the conversation, /exit (or Ctrl-D) ends it", file=sys.stderr
+                "chat: /clear forgets the conversation, /exit (or Ctrl-D) ends it"
+                + (", /image FILE and /audio FILE add media to the next message" if args.mmproj else ""),
+                file=sys.stderr,
             )
         params = _sampling(args)
+        pending: list[dict[str, Any]] = []  # media parts for the next message
         while True:
             if tty:
                 try:
@@ -355,8 +415,30 @@ def _chat(args: argparse.Namespace) -> int:
                 break
             if line.strip() == "/clear":
                 del history[1 if args.system_prompt else 0 :]
+                pending.clear()
                 continue
-            history.append({"role": "user", "content": line})
+            command, _, arg = line.strip().partition(" ")
+            if command in ("/image", "/audio"):
+                if not args.mmproj:
+                    print(f"llama-cy chat: {command} needs --mmproj", file=sys.stderr)
+                    continue
+                try:
+                    data = base64.b64encode(_read_media(arg.strip())).decode()
+                except SystemExit as exc:
+                    print(exc, file=sys.stderr)
+                    continue
+                if command == "/image":
+                    url = f"data:image/*;base64,{data}"
+                    pending.append({"type": "image_url", "image_url": {"url": url}})
+                else:
+                    pending.append({"type": "input_audio", "input_audio": {"data": data}})
+                print(f"({arg.strip()} added to the next message)", file=sys.stderr)
+                continue
+            if pending:
+                history.append({"role": "user", "content": [*pending, {"type": "text", "text": line}]})
+                pending = []
+            else:
+                history.append({"role": "user", "content": line})
             reply = []
             try:
                 for chunk in llm.create_chat_completion(history, stream=True, **params):
@@ -748,6 +830,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_sampling(p, n_predict=-1)
     _add_speculative(p)
+    _add_mtmd(p, files=True)
     p.set_defaults(fn=_run)
 
     p = sub.add_parser(
@@ -760,6 +843,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_chat_template(p)
     _add_sampling(p, n_predict=-1)
     _add_speculative(p)
+    _add_mtmd(p, files=False)
     p.set_defaults(fn=_chat)
 
     p = sub.add_parser(

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import base64
 import io
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -412,3 +414,50 @@ def test_llama_mmproj_argument_checks(tiny_model_path: Path, vision_path: Path) 
 def test_media_token_stand_ins_are_negative_and_distinct() -> None:
     a, b = media_token("a"), media_token("b")
     assert a < -1 and b < -1 and a != b and media_token("a") == a
+
+
+# ---- the command line -----------------------------------------------------------------------
+
+
+def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llama_cy", *args], capture_output=True, text=True,
+        input=stdin, timeout=300,
+    )
+
+
+def test_cli_run_with_images_and_audio_equals_the_library(
+    llava: lc.Llama, tiny_model_path: Path, vision_path: Path, audio_path: Path
+) -> None:
+    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(vision_path), "--image",
+             str(IMAGE), "--image", str(IMAGE), "-p", "Describe:", "-n", "5", "--temp", "0",
+             "--no-display-prompt")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "prompt: 36 tokens" in r.stderr  # BOS, two images of 16 and the text
+    mctx = llava.mtmd
+    assert mctx is not None
+    bm = mctx.bitmap(IMAGE)
+    tokens, media = llava.preparer.media_prompt(f"{mctx.marker}{mctx.marker}Describe:", [bm, bm])
+    job = llava.preparer.completion(tokens, media=media, max_tokens=5, temperature=0.0)
+    assert r.stdout.rstrip("\n") == lc.completion.join_chunks(llava.generate(job)).text
+
+    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(audio_path), "--audio",
+             str(AUDIO), "-p", "Hear:", "-n", "2", "--temp", "0")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "prompt: 379 tokens" in r.stderr  # BOS, the clip's 375, "Hear:"
+
+    r = _cli("run", "-m", str(tiny_model_path), "--image", str(IMAGE), "-p", "x")
+    assert r.returncode != 0 and "--image needs --mmproj" in r.stderr
+    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(vision_path), "--image",
+             "/nonexistent.png", "-p", "x")
+    assert r.returncode != 0 and "cannot read" in r.stderr
+
+
+def test_cli_chat_image_command(tiny_model_path: Path, vision_path: Path) -> None:
+    template = Path(__file__).parent / "data" / "chat_template.jinja"
+    r = _cli("chat", "-m", str(tiny_model_path), "--mmproj", str(vision_path),
+             "--chat-template-file", str(template), "-n", "3", "--temp", "0",
+             stdin=f"/image {IMAGE}\nWhat is it?\n/image /nonexistent.png\nAnd now?\n")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "added to the next message" in r.stderr and "cannot read" in r.stderr
+    assert len(r.stdout.strip().splitlines()) == 2  # two replies
