@@ -1,10 +1,9 @@
 from collections.abc import Iterable, Iterator
 from os import PathLike
-from typing import Literal, Self
+from typing import Literal, Self, final
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import disjoint_base
 
 from llama_cy._context import LlamaContext
 from llama_cy._handle import Handle
@@ -15,15 +14,20 @@ MAX_IMAGE_PIXELS: int
 
 def default_marker() -> str: ...
 def projector_caps(path: str | PathLike[str]) -> tuple[bool, bool]: ...
-@disjoint_base
+
+@final
 class Bitmap(ViewOwner):
     """One decoded image (RGB, 8 bits a channel) or one clip of mono float32 audio."""
 
     def __new__(cls) -> Self: ...
     @staticmethod
-    def from_bytes(mctx: MtmdContext, data: bytes | bytearray | memoryview, id: str | None = None) -> Bitmap: ...
+    def from_bytes(
+        mctx: MtmdContext, data: bytes | bytearray | memoryview, id: str | None = None
+    ) -> Bitmap: ...
     @staticmethod
-    def from_file(mctx: MtmdContext, path: str | PathLike[str], id: str | None = None) -> Bitmap: ...
+    def from_file(
+        mctx: MtmdContext, path: str | PathLike[str], id: str | None = None
+    ) -> Bitmap: ...
     @staticmethod
     def from_array(pixels: npt.ArrayLike, id: str | None = None) -> Bitmap: ...
     @staticmethod
@@ -41,7 +45,7 @@ class Bitmap(ViewOwner):
     @property
     def data(self) -> npt.NDArray[np.uint8] | npt.NDArray[np.float32]: ...
 
-@disjoint_base
+@final
 class InputChunks(Handle):
     """A tokenized multimodal prompt: a sequence of :class:`InputChunk`."""
 
@@ -49,14 +53,14 @@ class InputChunks(Handle):
     @property
     def mctx(self) -> MtmdContext: ...
     def __len__(self) -> int: ...
-    def __getitem__(self, i: int) -> InputChunk: ...
+    def __getitem__(self, i: int, /) -> InputChunk: ...
     def __iter__(self) -> Iterator[InputChunk]: ...
     @property
     def n_tokens(self) -> int: ...
     @property
     def n_pos(self) -> int: ...
 
-@disjoint_base
+@final
 class InputChunk(Handle):
     """One chunk of an :class:`InputChunks`: text tokens, an image or a clip of audio."""
 
@@ -74,7 +78,7 @@ class InputChunk(Handle):
     @property
     def tokens(self) -> npt.NDArray[np.int32]: ...
 
-@disjoint_base
+@final
 class MtmdContext(ViewOwner):
     """A multimodal projector (``mmproj`` GGUF) loaded for a text model."""
 
@@ -110,10 +114,17 @@ class MtmdContext(ViewOwner):
     @property
     def marker(self) -> str: ...
     def bitmap(
-        self, source: str | PathLike[str] | bytes | bytearray | memoryview | npt.NDArray[np.generic], id: str | None = None
+        self,
+        source: str | PathLike[str] | bytes | bytearray | memoryview | npt.NDArray[np.generic],
+        id: str | None = None,
     ) -> Bitmap: ...
     def tokenize(
-        self, text: str, bitmaps: Iterable[Bitmap] = (), *, add_special: bool = True, parse_special: bool = True
+        self,
+        text: str,
+        bitmaps: Iterable[Bitmap] = (),
+        *,
+        add_special: bool = True,
+        parse_special: bool = True,
     ) -> InputChunks: ...
     def encode(self, chunk: InputChunk) -> npt.NDArray[np.float32]: ...
     def eval_chunk(
@@ -127,5 +138,11 @@ class MtmdContext(ViewOwner):
         embd: npt.ArrayLike | None = None,
     ) -> int: ...
     def eval_chunks(
-        self, ctx: LlamaContext, chunks: InputChunks, n_past: int = 0, seq_id: int = 0, *, logits_last: bool = True
+        self,
+        ctx: LlamaContext,
+        chunks: InputChunks,
+        n_past: int = 0,
+        seq_id: int = 0,
+        *,
+        logits_last: bool = True,
     ) -> int: ...

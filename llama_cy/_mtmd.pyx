@@ -126,9 +126,6 @@ cdef class Bitmap(ViewOwner):
     def __cinit__(self):
         self.ptr = NULL
 
-    def __init__(self):
-        raise TypeError("use Bitmap.from_file, from_bytes, from_array or from_audio")
-
     def __dealloc__(self):
         self._dispose()
 
@@ -286,9 +283,6 @@ cdef class InputChunks(Handle):
     def __cinit__(self):
         self.ptr = NULL
 
-    def __init__(self):
-        raise TypeError("InputChunks come from MtmdContext.tokenize")
-
     def __dealloc__(self):
         self._dispose()
 
@@ -344,9 +338,6 @@ cdef class InputChunk(Handle):
 
     def __cinit__(self):
         self.ptr = NULL
-
-    def __init__(self):
-        raise TypeError("an InputChunk comes from an InputChunks")
 
     def __dealloc__(self):
         self._dispose()

@@ -211,11 +211,17 @@ def _add_mtmd(p: argparse.ArgumentParser, files: bool) -> None:
     g.add_argument("--image-max-tokens", type=int, help="most tokens an image becomes")
     if files:
         g.add_argument(
-            "--image", action="append", default=[], metavar="FILE",
+            "--image",
+            action="append",
+            default=[],
+            metavar="FILE",
             help="an image for the prompt (repeatable; one media marker each)",
         )
         g.add_argument(
-            "--audio", action="append", default=[], metavar="FILE",
+            "--audio",
+            action="append",
+            default=[],
+            metavar="FILE",
             help="an audio file for the prompt (repeatable)",
         )
 
@@ -393,7 +399,11 @@ def _chat(args: argparse.Namespace) -> int:
         if tty:
             print(
                 "chat: /clear forgets the conversation, /exit (or Ctrl-D) ends it"
-                + (", /image FILE and /audio FILE add media to the next message" if args.mmproj else ""),
+                + (
+                    ", /image FILE and /audio FILE add media to the next message"
+                    if args.mmproj
+                    else ""
+                ),
                 file=sys.stderr,
             )
         params = _sampling(args)
@@ -435,7 +445,9 @@ def _chat(args: argparse.Namespace) -> int:
                 print(f"({arg.strip()} added to the next message)", file=sys.stderr)
                 continue
             if pending:
-                history.append({"role": "user", "content": [*pending, {"type": "text", "text": line}]})
+                history.append(
+                    {"role": "user", "content": [*pending, {"type": "text", "text": line}]}
+                )
                 pending = []
             else:
                 history.append({"role": "user", "content": line})

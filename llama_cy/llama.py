@@ -26,8 +26,8 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._chat import common_log_verbosity
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
-from llama_cy.aio import in_thread
 from llama_cy._mtmd import MtmdContext
+from llama_cy.aio import in_thread
 from llama_cy.chat import ChatParser, ChatTemplate
 from llama_cy.chat_handlers import MtmdChatHandler
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
@@ -328,7 +328,9 @@ class Llama:
             max_tokens = handler.image_max_tokens if max_tokens is None else max_tokens
         if mmproj is None:
             if offload is not None or min_tokens is not None or max_tokens is not None:
-                raise ValueError("mmproj_offload, image_min_tokens and image_max_tokens need mmproj")
+                raise ValueError(
+                    "mmproj_offload, image_min_tokens and image_max_tokens need mmproj"
+                )
             return None
         if embedding:
             raise ValueError("mmproj: an embedding Llama takes no images")

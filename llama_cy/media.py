@@ -59,7 +59,7 @@ def load_url(url: str, source: MediaSource) -> bytes:
                 "(Llama(allow_remote_media=True)); send the image as a data: URI"
             )
         try:
-            with urllib.request.urlopen(url, timeout=source.timeout) as r:  # noqa: S310
+            with urllib.request.urlopen(url, timeout=source.timeout) as r:
                 data: bytes = r.read(MAX_REMOTE_BYTES + 1)
         except OSError as e:
             raise MediaError(f"failed to download {url!r}: {e}") from None

@@ -21,8 +21,8 @@ from llama_cy._mtmd import Bitmap, MtmdContext
 from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.generation import Job, Media, StoppingCriteria
-from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.grammar import check_schema
+from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
 from llama_cy.settings import Profile, check, defaults
 

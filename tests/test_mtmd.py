@@ -25,7 +25,7 @@ from offload import LOGITS_TOL
 from tiny_model import LLAMA_CPP, write_tiny_llava_projector, write_tiny_ultravox_projector
 
 import llama_cy as lc
-from llama_cy.errors import ClosedError, ContextOverflowError, MediaError, ModelLoadError
+from llama_cy.errors import ClosedError, MediaError, ModelLoadError
 from llama_cy.generation import media_token
 
 IMAGE = LLAMA_CPP / "tools" / "mtmd" / "test-1.jpeg"
@@ -96,7 +96,9 @@ def test_embeddings_logits_and_greedy_tokens_equal_llama_cpps(
     reference: Path,
     tmp_path: Path,
 ) -> None:
-    mctx, proj, media = (vision, vision_path, IMAGE) if kind == "image" else (audio, audio_path, AUDIO)
+    mctx, proj, media = (
+        (vision, vision_path, IMAGE) if kind == "image" else (audio, audio_path, AUDIO)
+    )
     prompt = f"Here is some media: {mctx.marker} Tell me about it."
     ref = run_mtmd_reference(reference, tiny_model_path, proj, prompt, [media], tmp_path / "ref")
 
@@ -135,10 +137,12 @@ def test_cached_embeddings_decode_as_a_fresh_encode(
 def test_bitmaps_from_bytes_array_and_audio(vision: lc.MtmdContext, audio: lc.MtmdContext) -> None:
     from_file = lc.Bitmap.from_file(vision, IMAGE)
     from_bytes = lc.Bitmap.from_bytes(vision, IMAGE.read_bytes())
-    assert (from_file.nx, from_file.ny) == (640, 488) and not from_file.is_audio
+    assert (from_file.nx, from_file.ny) == (640, 488)
+    assert not from_file.is_audio
     assert from_file.id == from_bytes.id  # the id is the decoded content's hash
     pixels = np.array(from_file.data)
-    assert pixels.shape == (488, 640, 3) and pixels.dtype == np.uint8
+    assert pixels.shape == (488, 640, 3)
+    assert pixels.dtype == np.uint8
     from_array = lc.Bitmap.from_array(pixels)
     assert from_array.id == from_file.id
     np.testing.assert_array_equal(np.array(from_array.data), pixels)
@@ -148,11 +152,15 @@ def test_bitmaps_from_bytes_array_and_audio(vision: lc.MtmdContext, audio: lc.Mt
     assert named.id == "mine"
 
     clip = lc.Bitmap.from_file(audio, AUDIO)
-    assert clip.is_audio and clip.ny == 1
+    assert clip.is_audio
+    assert clip.ny == 1
     samples = np.array(clip.data)
-    assert samples.dtype == np.float32 and samples.shape == (clip.nx,)
+    assert samples.dtype == np.float32
+    assert samples.shape == (clip.nx,)
     assert lc.Bitmap.from_audio(samples).id == clip.id
-    assert audio.audio_sample_rate == 16000 and audio.audio and not audio.vision
+    assert audio.audio_sample_rate == 16000
+    assert audio.audio
+    assert not audio.vision
 
 
 def test_chunks_report_tokens_positions_and_ids(vision: lc.MtmdContext) -> None:
@@ -163,7 +171,8 @@ def test_chunks_report_tokens_positions_and_ids(vision: lc.MtmdContext) -> None:
     images = [c for c in chunks if c.type == "image"]
     assert all(c.n_tokens == c.n_pos == 16 and c.id == bm.id for c in images)
     assert chunks.n_tokens == sum(c.n_tokens for c in chunks) == chunks.n_pos
-    assert len(chunks[0].tokens) == chunks[0].n_tokens and len(images[0].tokens) == 0
+    assert len(chunks[0].tokens) == chunks[0].n_tokens
+    assert len(images[0].tokens) == 0
     assert chunks[-1].id is None
 
 
@@ -267,7 +276,9 @@ def test_hostile_calls_raise_and_the_process_goes_on(
     assert r.stdout.split() == ["16", "11"]
 
 
-def test_closing_the_model_waits_for_the_projector(tiny_model_path: Path, vision_path: Path) -> None:
+def test_closing_the_model_waits_for_the_projector(
+    tiny_model_path: Path, vision_path: Path
+) -> None:
     model = lc.LlamaModel.load(tiny_model_path)
     mctx = lc.MtmdContext(model, vision_path, n_threads=1)
     model.close()  # the projector still uses it
@@ -289,7 +300,10 @@ def _image_message(text: str, url: str) -> list[dict[str, object]]:
     return [
         {
             "role": "user",
-            "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}],
+            "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": url}},
+            ],
         }
     ]
 
@@ -297,7 +311,9 @@ def _image_message(text: str, url: str) -> list[dict[str, object]]:
 @pytest.fixture
 def llava(tiny_model_path: Path, vision_path: Path) -> Iterator[lc.Llama]:
     handler = lc.Llava15ChatHandler(clip_model_path=str(vision_path))
-    with lc.Llama(str(tiny_model_path), chat_handler=handler, n_ctx=1024, n_threads=2, seed=1) as llm:
+    with lc.Llama(
+        str(tiny_model_path), chat_handler=handler, n_ctx=1024, n_threads=2, seed=1
+    ) as llm:
         yield llm
 
 
@@ -306,11 +322,13 @@ def test_llama_chat_with_an_image_equals_llama_cpps_greedy_tokens(
 ) -> None:
     messages = _image_message("What is in this picture?", _data_uri(IMAGE, "image/jpeg"))
     # The prompt as the handler renders it: LLaVA-1.5's format, the image first.
-    marked, bitmaps = llava.preparer.split_media(llava.chat_handler.prepare(messages))  # type: ignore[union-attr]
+    marked, _bitmaps = llava.preparer.split_media(llava.chat_handler.prepare(messages))  # type: ignore[union-attr]
     prompt = llava.apply_chat_template(marked)
     assert prompt.startswith("A chat between a curious human")
     assert f"\nUSER: {lc._mtmd.default_marker()}What is in this picture?\nASSISTANT: " in prompt
-    ref = run_mtmd_reference(reference, tiny_model_path, vision_path, prompt, [IMAGE], tmp_path / "r", n_predict=6)
+    ref = run_mtmd_reference(
+        reference, tiny_model_path, vision_path, prompt, [IMAGE], tmp_path / "r", n_predict=6
+    )
 
     job = llava.preparer.chat(llava.chat_handler.prepare(messages), temperature=0.0, max_tokens=6)  # type: ignore[union-attr]
     out = lc.completion.join_chunks(llava.generate(job))
@@ -350,12 +368,18 @@ def _png(pixels: np.ndarray) -> bytes:
     import zlib
 
     def block(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     h, w, _ = pixels.shape
     raw = b"".join(b"\0" + pixels[y].tobytes() for y in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + block(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + block(b"IDAT", zlib.compress(raw)) + block(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + block(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + block(b"IDAT", zlib.compress(raw))
+        + block(b"IEND", b"")
+    )
 
 
 def _write_ppm(f: io.BytesIO, pixels: np.ndarray) -> None:
@@ -364,16 +388,27 @@ def _write_ppm(f: io.BytesIO, pixels: np.ndarray) -> None:
 
 
 def test_llama_audio_chat(tiny_model_path: Path, audio_path: Path) -> None:
-    with lc.Llama(str(tiny_model_path), mmproj=str(audio_path), n_ctx=1024, n_threads=2,
-                  chat_template=(Path(__file__).parent / "data" / "chat_template.jinja").read_text()) as llm:
+    with lc.Llama(
+        str(tiny_model_path),
+        mmproj=str(audio_path),
+        n_ctx=1024,
+        n_threads=2,
+        chat_template=(Path(__file__).parent / "data" / "chat_template.jinja").read_text(),
+    ) as llm:
         data = base64.b64encode(AUDIO.read_bytes()).decode()
-        messages = [{"role": "user", "content": [
-            {"type": "text", "text": "Transcribe:"},
-            {"type": "input_audio", "input_audio": {"data": data, "format": "mp3"}},
-        ]}]
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Transcribe:"},
+                    {"type": "input_audio", "input_audio": {"data": data, "format": "mp3"}},
+                ],
+            }
+        ]
         reply = llm.create_chat_completion(messages, max_tokens=3, temperature=0.0)
         assert reply["usage"]["prompt_tokens"] > 375  # the clip's 375 tokens and the text
-        assert llm.mtmd is not None and llm.mtmd.n_encodes == 1
+        assert llm.mtmd is not None
+        assert llm.mtmd.n_encodes == 1
         with pytest.raises(MediaError, match="image input is not supported"):
             llm.create_chat_completion(_image_message("x", _data_uri(IMAGE, "image/jpeg")))
 
@@ -386,12 +421,19 @@ def test_llama_media_sources_and_refusals(llava: lc.Llama, tiny_model_path: Path
     with pytest.raises(MediaError, match="base64"):
         llava.create_chat_completion(_image_message("x", "data:image/png;base64,@@@"))
     with pytest.raises(MediaError, match="could not be decoded"):
-        llava.create_chat_completion(_image_message("x", "data:image/png;base64," + base64.b64encode(b"nope").decode()))
+        llava.create_chat_completion(
+            _image_message("x", "data:image/png;base64," + base64.b64encode(b"nope").decode())
+        )
     with pytest.raises(MediaError, match="unsupported data: URI"):
         llava.create_chat_completion(_image_message("x", "data:text/plain;base64,aGk="))
     # the Llama still answers after the refusals
-    assert llava.create_chat_completion(_image_message("y", IMAGE.as_uri()), max_tokens=2)["choices"]
-    with lc.Llama(str(tiny_model_path), n_ctx=256) as plain, pytest.raises(MediaError, match="projector"):
+    assert llava.create_chat_completion(_image_message("y", IMAGE.as_uri()), max_tokens=2)[
+        "choices"
+    ]
+    with (
+        lc.Llama(str(tiny_model_path), n_ctx=256) as plain,
+        pytest.raises(MediaError, match="projector"),
+    ):
         plain.create_chat_completion(_image_message("x", IMAGE.as_uri()), chat_template_kwargs={})
 
 
@@ -408,12 +450,15 @@ def test_llama_mmproj_argument_checks(tiny_model_path: Path, vision_path: Path) 
     with pytest.raises(FileNotFoundError):
         lc.Llava15ChatHandler(clip_model_path="/nonexistent.gguf")
     with pytest.raises(TypeError, match="chat handler"):
-        lc.Llama(str(tiny_model_path), chat_handler=object())  # type: ignore[arg-type]
+        lc.Llama(str(tiny_model_path), chat_handler=object())
 
 
 def test_media_token_stand_ins_are_negative_and_distinct() -> None:
     a, b = media_token("a"), media_token("b")
-    assert a < -1 and b < -1 and a != b and media_token("a") == a
+    assert a < -1
+    assert b < -1
+    assert a != b
+    assert media_token("a") == a
 
 
 # ---- the command line -----------------------------------------------------------------------
@@ -421,17 +466,35 @@ def test_media_token_stand_ins_are_negative_and_distinct() -> None:
 
 def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "llama_cy", *args], capture_output=True, text=True,
-        input=stdin, timeout=300,
+        [sys.executable, "-m", "llama_cy", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        timeout=300,
     )
 
 
 def test_cli_run_with_images_and_audio_equals_the_library(
     llava: lc.Llama, tiny_model_path: Path, vision_path: Path, audio_path: Path
 ) -> None:
-    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(vision_path), "--image",
-             str(IMAGE), "--image", str(IMAGE), "-p", "Describe:", "-n", "5", "--temp", "0",
-             "--no-display-prompt")
+    r = _cli(
+        "run",
+        "-m",
+        str(tiny_model_path),
+        "--mmproj",
+        str(vision_path),
+        "--image",
+        str(IMAGE),
+        "--image",
+        str(IMAGE),
+        "-p",
+        "Describe:",
+        "-n",
+        "5",
+        "--temp",
+        "0",
+        "--no-display-prompt",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "prompt: 36 tokens" in r.stderr  # BOS, two images of 16 and the text
     mctx = llava.mtmd
@@ -441,23 +504,59 @@ def test_cli_run_with_images_and_audio_equals_the_library(
     job = llava.preparer.completion(tokens, media=media, max_tokens=5, temperature=0.0)
     assert r.stdout.rstrip("\n") == lc.completion.join_chunks(llava.generate(job)).text
 
-    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(audio_path), "--audio",
-             str(AUDIO), "-p", "Hear:", "-n", "2", "--temp", "0")
+    r = _cli(
+        "run",
+        "-m",
+        str(tiny_model_path),
+        "--mmproj",
+        str(audio_path),
+        "--audio",
+        str(AUDIO),
+        "-p",
+        "Hear:",
+        "-n",
+        "2",
+        "--temp",
+        "0",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "prompt: 379 tokens" in r.stderr  # BOS, the clip's 375, "Hear:"
 
     r = _cli("run", "-m", str(tiny_model_path), "--image", str(IMAGE), "-p", "x")
-    assert r.returncode != 0 and "--image needs --mmproj" in r.stderr
-    r = _cli("run", "-m", str(tiny_model_path), "--mmproj", str(vision_path), "--image",
-             "/nonexistent.png", "-p", "x")
-    assert r.returncode != 0 and "cannot read" in r.stderr
+    assert r.returncode != 0
+    assert "--image needs --mmproj" in r.stderr
+    r = _cli(
+        "run",
+        "-m",
+        str(tiny_model_path),
+        "--mmproj",
+        str(vision_path),
+        "--image",
+        "/nonexistent.png",
+        "-p",
+        "x",
+    )
+    assert r.returncode != 0
+    assert "cannot read" in r.stderr
 
 
 def test_cli_chat_image_command(tiny_model_path: Path, vision_path: Path) -> None:
     template = Path(__file__).parent / "data" / "chat_template.jinja"
-    r = _cli("chat", "-m", str(tiny_model_path), "--mmproj", str(vision_path),
-             "--chat-template-file", str(template), "-n", "3", "--temp", "0",
-             stdin=f"/image {IMAGE}\nWhat is it?\n/image /nonexistent.png\nAnd now?\n")
+    r = _cli(
+        "chat",
+        "-m",
+        str(tiny_model_path),
+        "--mmproj",
+        str(vision_path),
+        "--chat-template-file",
+        str(template),
+        "-n",
+        "3",
+        "--temp",
+        "0",
+        stdin=f"/image {IMAGE}\nWhat is it?\n/image /nonexistent.png\nAnd now?\n",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "added to the next message" in r.stderr and "cannot read" in r.stderr
+    assert "added to the next message" in r.stderr
+    assert "cannot read" in r.stderr
     assert len(r.stdout.strip().splitlines()) == 2  # two replies

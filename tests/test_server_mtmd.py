@@ -32,8 +32,18 @@ def projectors(model_cache: Path) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def server(tiny_model_path: Path, projectors: tuple[Path, Path]) -> Iterator[Server]:
     with Server(
-        tiny_model_path, "--mmproj", str(projectors[0]), "-np", "2", "-c", "2048", "-t", "2",
-        "--chat-template-file", str(CHAT_TEMPLATE), "--metrics",
+        tiny_model_path,
+        "--mmproj",
+        str(projectors[0]),
+        "-np",
+        "2",
+        "-c",
+        "2048",
+        "-t",
+        "2",
+        "--chat-template-file",
+        str(CHAT_TEMPLATE),
+        "--metrics",
     ) as s:
         yield s
 
@@ -43,31 +53,51 @@ def _uri(path: Path, mime: str) -> str:
 
 
 def _messages(text: str, url: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": [
-        {"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": url}}]}]
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": url}},
+            ],
+        }
+    ]
 
 
 def test_props_and_models_report_the_modalities(server: Server) -> None:
     status, _, props = server.request("GET", "/props")
-    assert status == 200 and props["modalities"] == {"vision": True, "audio": False}
+    assert status == 200
+    assert props["modalities"] == {"vision": True, "audio": False}
     status, _, models = server.request("GET", "/v1/models")
     assert models["models"][0]["capabilities"] == ["completion", "multimodal"]
 
 
 def test_openai_client_image_equals_llama_cpps_greedy_tokens(
-    server: Server, tiny_model_path: Path, projectors: tuple[Path, Path], model_cache: Path,
+    server: Server,
+    tiny_model_path: Path,
+    projectors: tuple[Path, Path],
+    model_cache: Path,
     tmp_path: Path,
 ) -> None:
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
     messages = _messages("What is this?", _uri(IMAGE, "image/jpeg"))
     status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
-    assert status == 200 and rendered["prompt"].count("<__media__>") == 1
+    assert status == 200
+    assert rendered["prompt"].count("<__media__>") == 1
     ref = run_mtmd_reference(
-        build_mtmd_reference(model_cache), tiny_model_path, projectors[0],
-        rendered["prompt"], [IMAGE], tmp_path / "r", n_predict=6,
+        build_mtmd_reference(model_cache),
+        tiny_model_path,
+        projectors[0],
+        rendered["prompt"],
+        [IMAGE],
+        tmp_path / "r",
+        n_predict=6,
     )
     reply = client.chat.completions.create(
-        model="x", messages=messages, temperature=0.0, max_tokens=6  # type: ignore[arg-type]
+        model="x",
+        messages=messages,  # type: ignore[arg-type]
+        temperature=0.0,
+        max_tokens=6,
     )
     assert reply.usage is not None
     assert reply.usage.prompt_tokens == ref["n_tokens"] - len(ref["tokens"])
@@ -77,8 +107,13 @@ def test_openai_client_image_equals_llama_cpps_greedy_tokens(
 
 def test_completion_multimodal_data_and_prefix_reuse(server: Server) -> None:
     data = base64.b64encode(IMAGE.read_bytes()).decode()
-    body = {"prompt": {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]},
-            "n_predict": 3, "temperature": 0, "id_slot": 1, "cache_prompt": True}
+    body = {
+        "prompt": {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]},
+        "n_predict": 3,
+        "temperature": 0,
+        "id_slot": 1,
+        "cache_prompt": True,
+    }
     status, _, first = server.request("POST", "/completion", body)
     assert status == 200, first
     assert first["tokens_evaluated"] > 16
@@ -97,57 +132,119 @@ def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
         _messages("x", "data:text/plain;base64,aGk="),
         _messages("x", "file:///etc/passwd"),  # no --media-path
         _messages("x", "https://example.com/a.png"),  # remote media not allowed
-        [{"role": "user", "content": [{"type": "input_audio",
-                                       "input_audio": {"data": "AAAA", "format": "wav"}}]}],
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
+                ],
+            }
+        ],
         [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "x"}}]}],
     ]
     for messages in bad:
-        status, _, err = server.request("POST", "/v1/chat/completions",
-                                        {"messages": messages, "max_tokens": 2})
+        status, _, err = server.request(
+            "POST", "/v1/chat/completions", {"messages": messages, "max_tokens": 2}
+        )
         assert status == 400, (messages, err)
         assert err["error"]["message"]
-    status, _, err = server.request("POST", "/completion", {
-        "prompt": {"prompt_string": "a <__media__>", "multimodal_data": ["@@"]}})
+    status, _, err = server.request(
+        "POST",
+        "/completion",
+        {"prompt": {"prompt_string": "a <__media__>", "multimodal_data": ["@@"]}},
+    )
     assert status == 400
-    status, _, err = server.request("POST", "/completion", {
-        "prompt": {"prompt_string": "no marker", "multimodal_data": [
-            base64.b64encode(IMAGE.read_bytes()).decode()]}})
-    assert status == 400 and "marker" in err["error"]["message"]
-    status, _, ok = server.request("POST", "/v1/chat/completions", {
-        "messages": _messages("fine", _uri(IMAGE, "image/jpeg")), "max_tokens": 2})
-    assert status == 200 and ok["choices"]
+    status, _, err = server.request(
+        "POST",
+        "/completion",
+        {
+            "prompt": {
+                "prompt_string": "no marker",
+                "multimodal_data": [base64.b64encode(IMAGE.read_bytes()).decode()],
+            }
+        },
+    )
+    assert status == 400
+    assert "marker" in err["error"]["message"]
+    status, _, ok = server.request(
+        "POST",
+        "/v1/chat/completions",
+        {"messages": _messages("fine", _uri(IMAGE, "image/jpeg")), "max_tokens": 2},
+    )
+    assert status == 200
+    assert ok["choices"]
 
 
 def test_audio_server(tiny_model_path: Path, projectors: tuple[Path, Path]) -> None:
-    with Server(tiny_model_path, "--mmproj", str(projectors[1]), "-np", "1", "-c", "2048",
-                "--chat-template-file", str(CHAT_TEMPLATE)) as s:
+    with Server(
+        tiny_model_path,
+        "--mmproj",
+        str(projectors[1]),
+        "-np",
+        "1",
+        "-c",
+        "2048",
+        "--chat-template-file",
+        str(CHAT_TEMPLATE),
+    ) as s:
         status, _, props = s.request("GET", "/props")
         assert props["modalities"] == {"vision": False, "audio": True}
         data = base64.b64encode(AUDIO.read_bytes()).decode()
-        status, _, reply = s.request("POST", "/v1/chat/completions", {"messages": [
-            {"role": "user", "content": [{"type": "text", "text": "Hear:"},
-                                         {"type": "input_audio",
-                                          "input_audio": {"data": data, "format": "mp3"}}]}],
-            "max_tokens": 2})
+        status, _, reply = s.request(
+            "POST",
+            "/v1/chat/completions",
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "Hear:"},
+                            {"type": "input_audio", "input_audio": {"data": data, "format": "mp3"}},
+                        ],
+                    }
+                ],
+                "max_tokens": 2,
+            },
+        )
         assert status == 200, reply
         assert reply["usage"]["prompt_tokens"] > 375
-        status, _, err = s.request("POST", "/v1/chat/completions", {
-            "messages": _messages("x", _uri(IMAGE, "image/jpeg"))})
-        assert status == 400 and "image" in err["error"]["message"]
+        status, _, err = s.request(
+            "POST", "/v1/chat/completions", {"messages": _messages("x", _uri(IMAGE, "image/jpeg"))}
+        )
+        assert status == 400
+        assert "image" in err["error"]["message"]
 
 
 def test_media_path_serves_local_files(
     tiny_model_path: Path, projectors: tuple[Path, Path], tmp_path: Path
 ) -> None:
     (tmp_path / "cat.jpeg").write_bytes(IMAGE.read_bytes())
-    with Server(tiny_model_path, "--mmproj", str(projectors[0]), "-np", "1", "-c", "1024",
-                "--media-path", str(tmp_path), "--chat-template-file", str(CHAT_TEMPLATE)) as s:
-        status, _, reply = s.request("POST", "/v1/chat/completions", {
-            "messages": _messages("x", "file://cat.jpeg"), "max_tokens": 2})
+    with Server(
+        tiny_model_path,
+        "--mmproj",
+        str(projectors[0]),
+        "-np",
+        "1",
+        "-c",
+        "1024",
+        "--media-path",
+        str(tmp_path),
+        "--chat-template-file",
+        str(CHAT_TEMPLATE),
+    ) as s:
+        status, _, reply = s.request(
+            "POST",
+            "/v1/chat/completions",
+            {"messages": _messages("x", "file://cat.jpeg"), "max_tokens": 2},
+        )
         assert status == 200, reply
-        status, _, err = s.request("POST", "/v1/chat/completions", {
-            "messages": _messages("x", "file://../etc/passwd"), "max_tokens": 2})
-        assert status == 400 and "not allowed" in err["error"]["message"]
+        status, _, err = s.request(
+            "POST",
+            "/v1/chat/completions",
+            {"messages": _messages("x", "file://../etc/passwd"), "max_tokens": 2},
+        )
+        assert status == 400
+        assert "not allowed" in err["error"]["message"]
 
 
 def test_mmproj_flag_conflicts(tiny_model_path: Path, projectors: tuple[Path, Path]) -> None:

@@ -34,7 +34,10 @@ REFUSED: Status = "refused"
 
 _DOWNLOAD = "models are not downloaded here: pass a local file with -m"
 _SPEC_PLACEMENT = "the draft model's devices and tensor placement are not exposed here"
-_MTMD = "video input, the projector's device and its batch size are not chosen here (the projector runs on the first GPU, or the CPU)"
+_MTMD = (
+    "video input, the projector's device and its batch size are not chosen here (the "
+    "projector runs on the first GPU, or the CPU)"
+)
 _ROUTER = "llama-cy serve runs one model: llama-server's router mode is not built"
 _AFFINITY = "CPU affinity, priority and polling are not exposed by llama_cy's thread pools"
 _PRESET = "a preset downloads its models: pass a local file with -m"

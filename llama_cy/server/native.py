@@ -530,8 +530,9 @@ def _save(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
     t0 = time.perf_counter()
     tokens = list(slot.cache)
     if any(t < 0 for t in tokens):  # as llama-server: a slot file holds tokens only
-        raise ApiError(501, "saving a slot that holds images or audio is not supported",
-                       "not_supported_error")
+        raise ApiError(
+            501, "saving a slot that holds images or audio is not supported", "not_supported_error"
+        )
     n_bytes = slot.ctx.state_seq_save_file(path, slot.id, tokens)
     ms = (time.perf_counter() - t0) * 1e3
     return {

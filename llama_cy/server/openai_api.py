@@ -125,7 +125,9 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await server.body(request, schema.CHAT, "messages")
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"], media=server.mtmd is not None), **chat_kwargs(server, body)
+            server.preparer.chat,
+            messages(body["messages"], media=server.mtmd is not None),
+            **chat_kwargs(server, body),
         )
         assert job.chat is not None
         stream = bool(body.get("stream"))
@@ -147,7 +149,9 @@ def routes(server: Server) -> list[RouteSpec]:
     async def chat_input_tokens(request: Request) -> Response:
         body = await server.body(request, schema.CHAT, "messages")
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"], media=server.mtmd is not None), **chat_kwargs(server, body)
+            server.preparer.chat,
+            messages(body["messages"], media=server.mtmd is not None),
+            **chat_kwargs(server, body),
         )
         return JSONResponse({"input_tokens": len(job.tokens)})
 

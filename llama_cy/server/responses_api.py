@@ -41,7 +41,9 @@ def routes(server: Server) -> list[RouteSpec]:
         schema.refuse_unsupported(chat)
         body = schema.check(chat, schema.CHAT, ("messages",))
         job = await asyncio.to_thread(
-            server.preparer.chat, messages(body["messages"], media=server.mtmd is not None), **chat_kwargs(server, body)
+            server.preparer.chat,
+            messages(body["messages"], media=server.mtmd is not None),
+            **chat_kwargs(server, body),
         )
         return body, job
 
