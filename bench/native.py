@@ -1,6 +1,7 @@
 """llama.cpp's own programs, built from the same source with the same CMake switches.
 
-llama-bench, llama-batched-bench and llama-server come from llama.cpp's tools; the C++ decode loop
+llama-bench, llama-batched-bench, llama-server and llama-mtmd-cli come from llama.cpp's
+tools; the C++ decode loop
 (tests/reference_loop.py) is linked against the package's own libllama.
 """
 
@@ -15,7 +16,7 @@ from llama_cy._build_config import CMAKE_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "subprojects" / "llama.cpp"
-TOOLS = ("llama-bench", "llama-batched-bench", "llama-server")
+TOOLS = ("llama-bench", "llama-batched-bench", "llama-server", "llama-mtmd-cli")
 
 
 def _build(build: Path, args: list[str], targets: list[str]) -> None:
@@ -44,7 +45,8 @@ def _build(build: Path, args: list[str], targets: list[str]) -> None:
 
 
 def build_tools(build: Path) -> dict[str, Path]:
-    """Configure (once) and build llama-bench, llama-batched-bench and llama-server."""
+    """Configure (once) and build llama-bench, llama-batched-bench, llama-server and
+    llama-mtmd-cli."""
     # The package's tree is configured with the tools too; it builds only its libraries.
     _build(build, list(CMAKE_ARGS), list(TOOLS))
     return {t: build / "bin" / t for t in TOOLS}

@@ -29,9 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # The bench's own modules and the tests' helpers (also when Python runs with -P).
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 import cases  # noqa: E402
+import multimodal  # noqa: E402
 import native  # noqa: E402
 import server_load  # noqa: E402
 import speculative  # noqa: E402
+from mtmd_reference import build_mtmd_reference, run_mtmd_reference  # noqa: E402
 from reference_loop import build_reference, run_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
@@ -554,6 +556,115 @@ def bench_server(
             rows.append(c)
 
 
+def bench_multimodal(
+    rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
+) -> None:
+    """(10) An image question's encode and prefill (bench/multimodal.py): ``Llama``'s chat
+    path against llama-mtmd-cli on the same files, and the building blocks against the same
+    libmtmd calls made from C++ (tests/reference/mtmd_ref.cpp)."""
+    path = models["gemma"]
+    mmproj = multimodal.projector(WORK / "models")
+    cli = tools["llama-mtmd-cli"]
+    uri = lc.media.local_file_url(multimodal.IMAGE)
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": uri}},
+                {"type": "text", "text": multimodal.QUESTION},
+            ],
+        }
+    ]
+    llm = lc.Llama(
+        str(path),
+        mmproj=str(mmproj),
+        chat_format=multimodal.CHAT_FORMAT,
+        n_ctx=2048,
+        n_threads=args.threads,
+        mmproj_offload=False,
+    )
+    _, n_cli, _ = multimodal.mtmd_cli(cli, path, mmproj, args.threads)
+
+    def ours() -> float:
+        llm.reset()  # the image is encoded and decoded again every round
+        # create_chat_completion's own path, with the timings its dict leaves out
+        job = llm.preparer.chat(messages, max_tokens=1, temperature=0.0)
+        done = lc.completion.join_chunks(llm.generate(job))
+        if done.prompt_tokens != n_cli or done.timings is None:
+            raise RuntimeError(f"prompt tokens {done.prompt_tokens} != llama-mtmd-cli's {n_cli}")
+        return float(done.timings.prompt_ms)
+
+    rows.append(
+        alternate(
+            Comparison(
+                f"(10) image question ({n_cli} prompt tokens, 256 image tokens): encode + "
+                "prefill, Llama chat against llama-mtmd-cli's own timings",
+                "ms",
+                "≥ 0.95",
+                "llama-mtmd-cli (mtmd batch encode + prompt eval)",
+                higher_is_better=False,
+            ),
+            args.rounds,
+            ours,
+            lambda: multimodal.mtmd_cli(cli, path, mmproj, args.threads)[0],
+        )
+    )
+    llm.close()
+
+    ref = build_mtmd_reference(WORK / "loop")
+    model = lc.LlamaModel.load(path)
+    mctx = lc.MtmdContext(model, mmproj, n_threads=args.threads, use_gpu=False)
+    prompt = (
+        f"<start_of_turn>user\n{mctx.marker}{multimodal.QUESTION}<end_of_turn>\n"
+        "<start_of_turn>model\n"
+    )
+    bitmap = mctx.bitmap(multimodal.IMAGE)
+    ctx = lc.LlamaContext(
+        model, n_ctx=2048, n_batch=512, n_threads=args.threads, n_threads_batch=args.threads
+    )
+
+    def blocks() -> float:
+        import time
+
+        ctx.clear()
+        t0 = time.perf_counter()
+        chunks = mctx.tokenize(prompt, [bitmap])
+        mctx.eval_chunks(ctx, chunks)
+        return (time.perf_counter() - t0) * 1e3
+
+    def reference() -> float:
+        r = run_mtmd_reference(
+            ref,
+            path,
+            mmproj,
+            prompt,
+            [multimodal.IMAGE],
+            WORK / "mtmd-ref",
+            n_predict=0,
+            threads=args.threads,
+        )
+        return float(r["encode_ms"] + r["prefill_ms"])
+
+    rows.append(
+        alternate(
+            Comparison(
+                "(10) MtmdContext.tokenize + eval_chunks (encode + prefill) against the "
+                "same libmtmd calls from C++",
+                "ms",
+                "≥ 0.95",
+                "mtmd_ref (llama-mtmd-cli's calls, in C++)",
+                higher_is_better=False,
+            ),
+            args.rounds,
+            blocks,
+            reference,
+        )
+    )
+    ctx.close()
+    mctx.close()
+    model.close()
+
+
 def bench_speculative(
     rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
 ) -> None:
@@ -711,9 +822,9 @@ def main() -> None:
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument(
         "--only",
-        choices=["server", "threads", "core", "batched", "speculative"],
+        choices=["server", "threads", "core", "batched", "speculative", "multimodal"],
         help="run one group of comparisons: server (7), threads (8), batched (6), "
-        "speculative (9), or core (1) and (4)",
+        "speculative (9), multimodal (10), or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -744,6 +855,11 @@ def main() -> None:
         bench_speculative(rows, native.build_tools(WORK / "native"), models, args)
         print(f"wrote {report(rows, args, args.out, suffix='-speculative')}")
         return
+    if args.only == "multimodal":
+        rows = []
+        bench_multimodal(rows, native.build_tools(WORK / "native"), models, args)
+        print(f"wrote {report(rows, args, args.out, suffix='-multimodal')}")
+        return
     if args.only == "core":
         rows = []
         loop = build_reference(WORK / "loop")
@@ -764,6 +880,7 @@ def main() -> None:
         bench_batched(rows, tools, models, args)
         bench_server(rows, tools, models, args, python)
         bench_speculative(rows, tools, models, args)
+        bench_multimodal(rows, tools, models, args)
         bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
     print(f"wrote {report(rows, args, args.out)}")
 

@@ -43,6 +43,7 @@ cdef class MtmdContext(ViewOwner):
 
     cdef m.mtmd_bitmap *_decode(self, const unsigned char *buf, size_t n) except NULL
     cdef int _check_media(self, InputChunk chunk) except -1
+    cdef float *_encode(self, InputChunk chunk) except NULL
     cdef int _eval_text(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,
                         bint logits_last) except -1
     cdef int _eval_media(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,

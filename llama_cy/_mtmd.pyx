@@ -572,24 +572,30 @@ cdef class MtmdContext(ViewOwner):
         encode (copy it to keep it)."""
         self._ensure_alive()
         self._check_media(chunk)
+        cdef float *embd = NULL
+        self._enter()
+        try:
+            with self._lock:
+                embd = self._encode(chunk)
+        finally:
+            self._release()
+        return array_view(self, embd, b"f", sizeof(float),
+                          m.mtmd_input_chunk_get_n_tokens(chunk.ptr), self.n_embd, True)
+
+    cdef float *_encode(self, InputChunk chunk) except NULL:
+        """mtmd_encode_chunk, the lock held: libmtmd's output buffer (valid until the
+        next encode)."""
         if self._n_views > 0:
             raise LlamaError("a view of the last encode's embeddings is alive: the next "
                              "encode would overwrite it. Drop it (or copy it) first.")
         cdef int32_t rc
         cdef const m.mtmd_input_chunk *p = chunk.ptr
-        self._enter()
-        try:
-            with self._lock:
-                with nogil:
-                    rc = m.mtmd_encode_chunk(self.ptr, p)
-                self.n_encodes += 1
-        finally:
-            self._release()
+        with nogil:
+            rc = m.mtmd_encode_chunk(self.ptr, p)
+        self.n_encodes += 1
         if rc != 0:
             raise MediaError(f"the projector failed to encode the {chunk.type} ({rc})")
-        cdef float *embd = m.mtmd_get_output_embd(self.ptr)
-        return array_view(self, embd, b"f", sizeof(float),
-                          m.mtmd_input_chunk_get_n_tokens(chunk.ptr), self.n_embd, True)
+        return m.mtmd_get_output_embd(self.ptr)
 
     def eval_chunk(self, LlamaContext ctx not None, InputChunk chunk not None, int n_past,
                    int seq_id=0, *, bint logits_last=False, embd=None):
@@ -641,30 +647,35 @@ cdef class MtmdContext(ViewOwner):
                 f"this {chunk.type} is {n_tokens} tokens, decoded with non-causal attention "
                 f"in one micro-batch: create the context with n_ubatch >= {n_tokens} "
                 f"(it has {ctx.n_ubatch})", -1)
-        if embd is None:
-            arr = np.asarray(self.encode(chunk))
-        else:
+        cdef const float[:, ::1] rows
+        if embd is not None:
             arr = np.ascontiguousarray(embd, dtype=np.float32)
             if arr.ndim != 2 or arr.shape[0] != n_tokens or arr.shape[1] != self.n_embd:
                 raise ValueError(f"embd must be ({n_tokens}, {self.n_embd}) float32, not "
                                  f"of shape {tuple(arr.shape)}")
-        cdef const float[:, ::1] rows = arr
+            rows = arr
         # mtmd-helper takes a mutable pointer but only reads the embeddings.
-        cdef float *p = <float *>&rows[0, 0]
-        cdef int32_t rc
+        cdef float *p = NULL
+        cdef int32_t rc = -1
         cdef c.llama_pos new_n_past = n_past
         cdef int n_batch = ctx.n_batch
         self._enter()
-        ctx._lock_acquire()
         try:
-            ctx._abort = 0
-            with nogil:
-                rc = mh.mtmd_helper_decode_image_chunk(
-                    self.ptr, ctx.ptr, chunk.ptr, p, n_past, seq_id, n_batch, &new_n_past,
-                    NULL, NULL)
-            ctx._n_outputs = 0
+            # The projector's output buffer is read by the decode: no other thread may
+            # encode in between.
+            with self._lock:
+                p = self._encode(chunk) if embd is None else <float *>&rows[0, 0]
+                ctx._lock_acquire()
+                try:
+                    ctx._abort = 0
+                    with nogil:
+                        rc = mh.mtmd_helper_decode_image_chunk(
+                            self.ptr, ctx.ptr, chunk.ptr, p, n_past, seq_id, n_batch,
+                            &new_n_past, NULL, NULL)
+                    ctx._n_outputs = 0
+                finally:
+                    ctx._lock_release()
         finally:
-            ctx._lock_release()
             self._release()
         if rc != 0:
             raise decode_error(rc, f"decoding the {chunk.type}'s embeddings")

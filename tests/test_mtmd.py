@@ -560,3 +560,34 @@ def test_cli_chat_image_command(tiny_model_path: Path, vision_path: Path) -> Non
     assert "added to the next message" in r.stderr
     assert "cannot read" in r.stderr
     assert len(r.stdout.strip().splitlines()) == 2  # two replies
+
+
+def test_threads_share_a_projector(tiny: lc.LlamaModel, vision: lc.MtmdContext) -> None:
+    """Two threads evaluating images through one MtmdContext take turns at the projector
+    and get what one thread alone gets."""
+    import threading
+
+    chunks = vision.tokenize(f"a {vision.marker} b", [vision.bitmap(IMAGE)])
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            ctx = lc.LlamaContext(tiny, n_ctx=256, n_threads=1)
+            for _ in range(5):
+                ctx.clear()
+                vision.eval_chunks(ctx, chunks)
+                results.append(np.array(ctx.logits()))
+            ctx.close()
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 10
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])

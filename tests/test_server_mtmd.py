@@ -252,3 +252,48 @@ def test_mmproj_flag_conflicts(tiny_model_path: Path, projectors: tuple[Path, Pa
         Server(tiny_model_path, "--mmproj", str(projectors[0]), "--spec-type", "ngram-simple")
     with pytest.raises(RuntimeError, match="projector"):
         Server(tiny_model_path, "--mmproj", "/nonexistent/mmproj.gguf")
+
+
+def test_anthropic_and_responses_routes_take_images(server: Server) -> None:
+    data = base64.b64encode(IMAGE.read_bytes()).decode()
+    status, _, msg = server.request(
+        "POST",
+        "/v1/messages",
+        {
+            "model": "x",
+            "max_tokens": 2,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/jpeg", "data": data},
+                        },
+                        {"type": "text", "text": "What is it?"},
+                    ],
+                }
+            ],
+        },
+    )
+    assert status == 200, msg
+    assert msg["usage"]["input_tokens"] > 16
+    status, _, resp = server.request(
+        "POST",
+        "/v1/responses",
+        {
+            "model": "x",
+            "max_output_tokens": 2,
+            "input": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "What is it?"},
+                        {"type": "input_image", "image_url": _uri(IMAGE, "image/jpeg")},
+                    ],
+                }
+            ],
+        },
+    )
+    assert status == 200, resp
+    assert resp["usage"]["input_tokens"] > 16
