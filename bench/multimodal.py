@@ -12,12 +12,13 @@ import re
 import subprocess
 from pathlib import Path
 
-from tiny_model import LLAMA_CPP, write_tiny_llava_projector
+from tiny_model import LLAMA_CPP, ROOT, write_tiny_llava_projector
 
 IMAGE = LLAMA_CPP / "tools" / "mtmd" / "test-1.jpeg"
 QUESTION = "Describe this image."
-#: Gemma's built-in chat format, as llama-mtmd-cli's --chat-template gemma renders it
-CHAT_FORMAT = "gemma"
+#: The tests' Gemma-style Jinja template, rendered by llama.cpp's Jinja engine on both
+#: sides (llama-mtmd-cli --jinja; the packaged Gemma file has no template of its own).
+CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_template.jinja"
 
 
 def projector(folder: Path) -> Path:
@@ -41,7 +42,7 @@ def mtmd_cli(
     binary: Path, model: Path, mmproj: Path, threads: int, n_predict: int = 1
 ) -> tuple[float, int, str]:
     """llama-mtmd-cli's own figures for one image question: (encode + prompt eval ms,
-    prompt tokens, generated text)."""
+    prompt tokens, the greedy reply it printed)."""
     out = subprocess.run(
         [
             str(binary),
@@ -61,8 +62,10 @@ def mtmd_cli(
             str(threads),
             "-c",
             "2048",
-            "--chat-template",
-            CHAT_FORMAT,
+            "--jinja",
+            "--chat-template",  # its source: llama-mtmd-cli has no --chat-template-file
+            CHAT_TEMPLATE.read_text(),
+            "-v",  # its encode and prompt-eval timings are logged at this level
         ],
         capture_output=True,
         text=True,
@@ -73,4 +76,4 @@ def mtmd_cli(
     prompt = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens", log)
     if encode is None or prompt is None:
         raise RuntimeError(f"no timings in llama-mtmd-cli's output:\n{log[-3000:]}")
-    return float(encode.group(1)) + float(prompt.group(1)), int(prompt.group(2)), out.stdout
+    return float(encode.group(1)) + float(prompt.group(1)), int(prompt.group(2)), out.stdout.strip()

@@ -44,4 +44,5 @@ cdef class LlamaContext(ViewOwner):
     cdef int _apply_loras(self, dict loras) except -1
     cdef void _release_loras(self) noexcept
     cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1
+    cdef void _pause_threadpools(self) noexcept nogil
     cdef void _free_threadpools(self) noexcept

@@ -76,6 +76,15 @@ cdef _tp_new_t _tp_new = <_tp_new_t>ggml_backend_reg_get_proc_address(
 cdef _tp_free_t _tp_free = <_tp_free_t>ggml_backend_reg_get_proc_address(
     ggml_backend_reg_by_name(b"CPU"), b"ggml_threadpool_free")
 
+cdef extern from "_threadpool_shim.h" nogil:
+    void *lcy_sibling_symbol(const void *known, const char *name)
+
+# Pausing stops a pool's workers from spinning for the next graph: other compute on the
+# same cores (a multimodal projector's encode) runs at full speed meanwhile. A paused
+# pool resumes by itself at its next graph.
+cdef _tp_free_t _tp_pause = <_tp_free_t>lcy_sibling_symbol(
+    <const void *>_tp_new, b"ggml_threadpool_pause")
+
 cdef cbool _abort_callback(void *data) noexcept nogil:
     return (<volatile int *>data)[0] != 0
 
@@ -276,6 +285,16 @@ cdef class LlamaContext(ViewOwner):
             self._retired.append(<size_t>self._tp)
         self._tp, self._tp_batch = tp, tp_batch
         return 0
+
+    cdef void _pause_threadpools(self) noexcept nogil:
+        """Let this context's pool workers sleep until its next decode (the caller holds
+        the lock)."""
+        if _tp_pause == NULL:
+            return
+        if self._tp != NULL:
+            _tp_pause(self._tp)
+        if self._tp_batch != NULL and self._tp_batch != self._tp:
+            _tp_pause(self._tp_batch)
 
     cdef void _free_threadpools(self) noexcept:
         if self._tp_batch != NULL and self._tp_batch != self._tp:

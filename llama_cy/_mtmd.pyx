@@ -664,9 +664,14 @@ cdef class MtmdContext(ViewOwner):
             # The projector's output buffer is read by the decode: no other thread may
             # encode in between.
             with self._lock:
-                p = self._encode(chunk) if embd is None else <float *>&rows[0, 0]
                 ctx._lock_acquire()
                 try:
+                    if embd is None:
+                        # The context's pool workers would spin beside the projector's.
+                        ctx._pause_threadpools()
+                        p = self._encode(chunk)
+                    else:
+                        p = <float *>&rows[0, 0]
                     ctx._abort = 0
                     with nogil:
                         rc = mh.mtmd_helper_decode_image_chunk(

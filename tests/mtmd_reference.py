@@ -61,8 +61,10 @@ def run_mtmd_reference(
     *,
     n_predict: int = 8,
     threads: int = 2,
+    warmup: bool = False,
 ) -> dict[str, Any]:
-    """Run mtmd_ref; its JSON plus ``embd`` (one array per media chunk) and ``logits``."""
+    """Run mtmd_ref; its JSON plus ``embd`` (one array per media chunk) and ``logits``.
+    ``warmup``: time a second evaluation of the prompt, after a first one."""
     cmd = [
         str(binary),
         llama_cy.get_lib_dir(),
@@ -72,6 +74,7 @@ def run_mtmd_reference(
         str(n_predict),
         str(out),
         str(threads),
+        "1" if warmup else "0",
         *map(str, media),
     ]
     result = subprocess.run(cmd, capture_output=True, text=True)

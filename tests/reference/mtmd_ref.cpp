@@ -7,8 +7,9 @@
 // compare llama_cy's MtmdContext and Llama with these; the benchmark times the same work.
 //
 // Usage:
-//   mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS MEDIA...
-// PROMPT holds one media marker per MEDIA file. Writes OUT_PREFIX.embd.N (float32, one
+//   mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS WARMUP MEDIA...
+// PROMPT holds one media marker per MEDIA file. WARMUP 1 evaluates the prompt once, clears
+// the KV cache and evaluates it again, timing the second pass (a warm process). Writes OUT_PREFIX.embd.N (float32, one
 // file per media chunk) and OUT_PREFIX.logits (float32), and prints one JSON line:
 // {"n_tokens": .., "tokens": [greedy ids], "encode_ms": .., "prefill_ms": ..}.
 
@@ -38,14 +39,15 @@ static void write_floats(const std::string & path, const float * data, size_t n)
 }
 
 int main(int argc, char ** argv) {
-    if (argc < 9) {
-        std::fprintf(stderr, "usage: mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS MEDIA...\n");
+    if (argc < 10) {
+        std::fprintf(stderr, "usage: mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS WARMUP MEDIA...\n");
         return 2;
     }
     const std::string prompt = argv[4];
     const int n_predict = std::atoi(argv[5]);
     const std::string out = argv[6];
     const int threads = std::atoi(argv[7]);
+    const bool warmup = std::atoi(argv[8]) != 0;
 
     ggml_backend_load_all_from_path(argv[1]);
     llama_backend_init();
@@ -68,7 +70,7 @@ int main(int argc, char ** argv) {
     if (!mctx) { std::fprintf(stderr, "mtmd_ref: projector load failed\n"); return 1; }
 
     std::vector<mtmd_bitmap *> bitmaps;
-    for (int i = 8; i < argc; i++) {
+    for (int i = 9; i < argc; i++) {
         mtmd_helper_bitmap_wrapper w = mtmd_helper_bitmap_init_from_file(mctx, argv[i], false, mtmd_helper_init_opt_default());
         if (!w.bitmap) { std::fprintf(stderr, "mtmd_ref: cannot load %s\n", argv[i]); return 1; }
         bitmaps.push_back(w.bitmap);
@@ -87,6 +89,13 @@ int main(int argc, char ** argv) {
     const size_t n_chunks = mtmd_input_chunks_size(chunks);
     int n_media = 0;
     const int n_embd = llama_model_n_embd_inp(model);
+    for (int pass = warmup ? 0 : 1; pass < 2; pass++) {
+    if (pass == 1 && warmup) {
+        llama_memory_clear(llama_get_memory(lctx), true);
+        n_past = 0;
+        encode_ms = prefill_ms = 0;
+        n_media = 0;
+    }
     for (size_t i = 0; i < n_chunks; i++) {
         const mtmd_input_chunk * chunk = mtmd_input_chunks_get(chunks, i);
         const bool last = i + 1 == n_chunks;
@@ -109,6 +118,7 @@ int main(int argc, char ** argv) {
             return 1;
         }
         prefill_ms += now_ms() - t1;
+    }
     }
     const llama_vocab * vocab = llama_model_get_vocab(model);
     const int n_vocab = llama_vocab_n_tokens(vocab);
