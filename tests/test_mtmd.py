@@ -22,7 +22,12 @@ import numpy as np
 import pytest
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from offload import LOGITS_TOL
-from tiny_model import LLAMA_CPP, write_tiny_llava_projector, write_tiny_ultravox_projector
+from tiny_model import (
+    LLAMA_CPP,
+    write_tiny_gemma3_projector,
+    write_tiny_llava_projector,
+    write_tiny_ultravox_projector,
+)
 
 import llama_cy as lc
 from llama_cy.errors import ClosedError, MediaError, ModelLoadError
@@ -591,3 +596,48 @@ def test_threads_share_a_projector(tiny: lc.LlamaModel, vision: lc.MtmdContext) 
     assert len(results) == 10
     for r in results[1:]:
         np.testing.assert_array_equal(r, results[0])
+
+
+# ---- Gemma 3: image tokens between special tokens, decoded with non-causal attention -------
+
+
+@pytest.fixture(scope="module")
+def gemma3_projector(model_cache: Path) -> Path:
+    path = model_cache / f"tiny-gemma3-mmproj-v{PROJECTOR_VERSION}.gguf"
+    if not path.is_file():
+        write_tiny_gemma3_projector(path.with_suffix(".partial")).replace(path)
+    return path
+
+
+def test_gemma3_non_causal_image_equals_llama_cpps(
+    gemma_model: lc.LlamaModel,
+    gemma_path: Path,
+    gemma3_projector: Path,
+    reference: Path,
+    tmp_path: Path,
+) -> None:
+    mctx = lc.MtmdContext(gemma_model, gemma3_projector, n_threads=2)
+    prompt = f"<start_of_turn>user\n{mctx.marker}What is this?<end_of_turn>\n<start_of_turn>model\n"
+    ref = run_mtmd_reference(
+        reference, gemma_path, gemma3_projector, prompt, [IMAGE], tmp_path / "g"
+    )
+    chunks = mctx.tokenize(prompt, [mctx.bitmap(IMAGE)])
+    texts = [gemma_model.detokenize(c.tokens.tolist()) for c in chunks if c.type == "text"]
+    assert texts[0].endswith("<start_of_image>")
+    assert texts[1].startswith("<end_of_image>")
+    embd = np.array(mctx.encode(chunks[1]))
+    np.testing.assert_allclose(embd.ravel(), ref["embd"][0], rtol=0, atol=LOGITS_TOL)
+    ctx = lc.LlamaContext(gemma_model, n_ctx=512, n_threads=2, n_threads_batch=2)
+    n_past = mctx.eval_chunks(ctx, chunks)
+    np.testing.assert_allclose(ctx.logits(), ref["logits"], rtol=0, atol=LOGITS_TOL)
+    assert _greedy(ctx, gemma_model, n_past, 8) == ref["tokens"]
+    # Non-causal attention sees the image in one micro-batch: a smaller one is refused.
+    small = lc.LlamaContext(gemma_model, n_ctx=512, n_batch=8, n_ubatch=2)
+    n = mctx.eval_chunk(small, chunks[0], 0)
+    with pytest.raises(lc.errors.InvalidBatchError, match="n_ubatch >= 4"):
+        mctx.eval_chunk(small, chunks[1], n)
+    ctx.clear()  # and the projector and the context still work
+    assert mctx.eval_chunks(ctx, chunks) == n_past
+    ctx.close()
+    small.close()
+    mctx.close()

@@ -353,3 +353,52 @@ def write_tiny_ultravox_projector(
     writer.add_tensor("mm.a.mlp.2.weight", weight(n_embd_text, n_mm))
     _finish(writer)
     return path
+
+
+def write_tiny_gemma3_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 640,
+    image_size: int = 64,
+    patch_size: int = 8,
+    n_embd: int = 48,
+    n_ff: int = 96,
+    n_layer: int = 2,
+    n_head: int = 4,
+    seed: int = 13,
+) -> Path:
+    """A Gemma 3 projector (clip.cpp's ``gemma3`` type) with random weights, for Gemma 3
+    text models (640 wide: Gemma 3 270M): a SigLIP ViT, a 4x4 average pool, an RMS norm
+    and a projection. Its images are decoded with non-causal attention between
+    ``<start_of_image>`` and ``<end_of_image>``; one image is
+    ``(image_size / patch_size / 4)**2`` tokens."""
+    writer, rng = _writer_rng(path, "tiny-gemma3-mmproj", seed)
+    weight = _weights(rng)
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_bool("clip.has_audio_encoder", False)
+    writer.add_string("clip.projector_type", "gemma3")
+    writer.add_bool("clip.use_gelu", True)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
+    writer.add_uint32("clip.vision.projection_dim", n_embd_text)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    writer.add_uint32("clip.vision.attention.head_count", n_head)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    n_patches = (image_size // patch_size) ** 2
+    writer.add_tensor(
+        "v.patch_embd.weight", weight(n_embd, 3, patch_size, patch_size).astype(np.float16)
+    )
+    writer.add_tensor("v.patch_embd.bias", weight(n_embd) * np.float32(0.1))
+    writer.add_tensor("v.position_embd.weight", weight(n_patches, n_embd))
+    _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
+    writer.add_tensor("v.post_ln.weight", np.ones(n_embd, dtype=np.float32))
+    writer.add_tensor("v.post_ln.bias", np.zeros(n_embd, dtype=np.float32))
+    writer.add_tensor("mm.soft_emb_norm.weight", np.ones(n_embd, dtype=np.float32))
+    # (n_embd, n_embd_text): clip.cpp transposes it before the product
+    writer.add_tensor("mm.input_projection.weight", weight(n_embd, n_embd_text))
+    _finish(writer)
+    return path
