@@ -297,3 +297,38 @@ def test_anthropic_and_responses_routes_take_images(server: Server) -> None:
     )
     assert status == 200, resp
     assert resp["usage"]["input_tokens"] > 16
+
+
+def test_an_image_joins_a_running_batch(server: Server) -> None:
+    """A slot's image is encoded and decoded inside the engine's step: an image request
+    sent while another slot generates a long reply finishes first."""
+    import threading
+    import time
+
+    done: dict[str, float] = {}
+
+    def long_text() -> None:
+        status, _, r = server.request(
+            "POST",
+            "/completion",
+            {"prompt": "Once upon a time", "n_predict": 900, "ignore_eos": True, "id_slot": 0},
+        )
+        assert status == 200, r
+        assert r["tokens_predicted"] == 900
+        done["text"] = time.monotonic()
+
+    t = threading.Thread(target=long_text)
+    t.start()
+    deadline = time.monotonic() + 30
+    while not server.slots()[0]["is_processing"]:  # the text slot is generating
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    status, _, r = server.request(
+        "POST",
+        "/v1/chat/completions",
+        {"messages": _messages("What is it?", _uri(IMAGE, "image/jpeg")), "max_tokens": 4},
+    )
+    done["image"] = time.monotonic()
+    t.join()
+    assert status == 200, r
+    assert done["image"] < done["text"]
