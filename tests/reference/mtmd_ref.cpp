@@ -5,6 +5,7 @@
 // then greedy decoding), against the package's own libraries, and writes what the CLI
 // keeps to itself: each media chunk's embeddings and the logits after the prompt. Tests
 // compare llama_cy's MtmdContext and Llama with these; the benchmark times the same work.
+// $LLAMA_CY_N_GPU_LAYERS (the tests' offload switch) offloads the model and the projector.
 //
 // Usage:
 //   mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS WARMUP MEDIA...
@@ -51,8 +52,10 @@ int main(int argc, char ** argv) {
 
     ggml_backend_load_all_from_path(argv[1]);
     llama_backend_init();
+    // The tests' offload switch: the same layers on the same device as llama_cy's side.
+    const char * ngl = std::getenv("LLAMA_CY_N_GPU_LAYERS");
     llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = 0;
+    mp.n_gpu_layers = ngl ? std::atoi(ngl) : 0;
     llama_model * model = llama_model_load_from_file(argv[2], mp);
     if (!model) { std::fprintf(stderr, "mtmd_ref: model load failed\n"); return 1; }
     llama_context_params cp = llama_context_default_params();
@@ -63,7 +66,7 @@ int main(int argc, char ** argv) {
     llama_context * lctx = llama_init_from_model(model, cp);
 
     mtmd_context_params mparams = mtmd_context_params_default();
-    mparams.use_gpu = false;
+    mparams.use_gpu = mp.n_gpu_layers != 0;
     mparams.n_threads = threads;
     mparams.print_timings = false;
     mtmd_context * mctx = mtmd_init_from_file(argv[3], model, mparams);
