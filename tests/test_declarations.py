@@ -19,6 +19,7 @@ HEADERS = {
     "ggml/include/ggml-opt.h": "ggml_opt.pxd",
     "ggml/include/gguf.h": "gguf.pxd",
     "tools/mtmd/mtmd.h": "mtmd.pxd",
+    "tools/mtmd/mtmd-helper.h": "mtmd_helper.pxd",
 }
 EXPORT = re.compile(r"\b(?:LLAMA_API|GGML_API|GGML_BACKEND_API|MTMD_API)\b")
 NAME = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
