@@ -12,7 +12,6 @@ non-causal attention where the model needs them.
 
 import atexit
 import hashlib
-import logging
 import os
 import threading
 
@@ -26,10 +25,7 @@ from libc.stddef cimport size_t
 from llama_cy._c cimport llama as c
 from llama_cy._c cimport mtmd as m
 from llama_cy._c cimport mtmd_helper as mh
-from llama_cy._c.ggml cimport (
-    ggml_log_level, GGML_LOG_LEVEL_CONT, GGML_LOG_LEVEL_DEBUG, GGML_LOG_LEVEL_INFO,
-    GGML_LOG_LEVEL_WARN, GGML_LOG_LEVEL_ERROR,
-)
+from llama_cy._backend cimport _log_callback, _log_silent
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._context cimport LlamaContext
 from llama_cy._handle cimport Handle
@@ -51,34 +47,6 @@ _CHUNK_TYPES = {
 }
 
 # ---- libmtmd's log, into the "llama_cy" logger as llama.cpp's own ----------------------
-
-logger = logging.getLogger("llama_cy")
-cdef dict _LEVELS = {
-    GGML_LOG_LEVEL_DEBUG: logging.DEBUG,
-    GGML_LOG_LEVEL_INFO: logging.INFO,
-    GGML_LOG_LEVEL_WARN: logging.WARNING,
-    GGML_LOG_LEVEL_ERROR: logging.ERROR,
-}
-cdef list _pending = []
-cdef int _pending_level = logging.INFO
-
-
-cdef void _log_callback(ggml_log_level level, const char *text, void *user_data) noexcept with gil:
-    global _pending_level
-    if level != GGML_LOG_LEVEL_CONT:
-        _pending_level = _LEVELS.get(level, logging.INFO)
-    if not logger.isEnabledFor(_pending_level):
-        return
-    _pending.append(text.decode("utf-8", "replace"))
-    if _pending[-1].endswith("\n"):
-        line = "".join(_pending).rstrip("\n")
-        _pending.clear()
-        if line:
-            logger.log(_pending_level, "%s", line)
-
-
-cdef void _log_silent(ggml_log_level level, const char *text, void *user_data) noexcept nogil:
-    pass
 
 
 def _shutdown():

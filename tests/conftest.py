@@ -7,11 +7,17 @@ downloaded from a hub and never committed.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tiny_model import LLAMA_CPP, write_tiny_llama
+from tiny_model import (
+    LLAMA_CPP,
+    write_tiny_gemma3_projector,
+    write_tiny_llama,
+    write_tiny_llava_projector,
+    write_tiny_ultravox_projector,
+)
 
 import llama_cy as lc
 
@@ -20,6 +26,7 @@ import llama_cy as lc
 os.environ["PYTHONSAFEPATH"] = "1"
 
 TINY_VERSION = 1  # bump when write_tiny_llama changes, so cached files are rebuilt
+PROJECTOR_VERSION = 2  # the same for the tiny multimodal projectors
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +51,31 @@ def tiny_model_path(model_cache: Path, llama_cpp_source: Path) -> Path:
         write_tiny_llama(partial, vocab="llama-spm")
         partial.replace(path)
     return path
+
+
+def _projector(model_cache: Path, name: str, write: Callable[[Path], Path]) -> Path:
+    path = model_cache / f"{name}-v{PROJECTOR_VERSION}.gguf"
+    if not path.is_file():
+        write(path.with_suffix(".partial")).replace(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def vision_path(model_cache: Path) -> Path:
+    """A tiny LLaVA-1.5 projector for the tiny llama (16 tokens an image)."""
+    return _projector(model_cache, "tiny-llava-mmproj", write_tiny_llava_projector)
+
+
+@pytest.fixture(scope="session")
+def audio_path(model_cache: Path) -> Path:
+    """A tiny Ultravox audio projector for the tiny llama (375 tokens for 30 s)."""
+    return _projector(model_cache, "tiny-ultravox-mmproj", write_tiny_ultravox_projector)
+
+
+@pytest.fixture(scope="session")
+def gemma3_projector(model_cache: Path) -> Path:
+    """A tiny Gemma 3 projector for Gemma 3 270M (4 tokens an image)."""
+    return _projector(model_cache, "tiny-gemma3-mmproj", write_tiny_gemma3_projector)
 
 
 @pytest.fixture(scope="module")

@@ -3,52 +3,23 @@ and the benchmark: compiled against the package's own headers and libraries."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from reference_loop import compile_program
 
 import llama_cy
-from llama_cy import _build_config
 
 SOURCE = Path(__file__).resolve().parent / "reference" / "mtmd_ref.cpp"
-LIBRARIES = tuple(_build_config.LIBRARIES[t] for t in ("mtmd", "llama", "ggml", "ggml-base"))
 
 
 def build_mtmd_reference(cache_dir: Path) -> Path:
     """Compile mtmd_ref into ``cache_dir`` unless an up-to-date binary is there."""
-    lib_dir = Path(llama_cy.get_lib_dir()).resolve()
-    libs = [lib_dir / name for name in LIBRARIES]
-    tag = hashlib.sha256(str(lib_dir).encode()).hexdigest()[:12]
-    binary = Path(cache_dir) / f"mtmd_ref-{tag}"
-    newest = max(p.stat().st_mtime for p in (SOURCE, *libs))
-    if binary.is_file() and binary.stat().st_mtime >= newest:
-        return binary
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    partial = binary.with_name(f"{binary.name}.{os.getpid()}.partial")
-    cmd = [
-        *shlex.split(os.environ.get("CXX", "g++")),
-        "-O2",
-        "-std=c++17",
-        f"-I{llama_cy.get_include()}",
-        str(SOURCE),
-        "-o",
-        str(partial),
-        *(str(p) for p in libs),
-        f"-Wl,-rpath,{lib_dir}",
-    ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        partial.unlink(missing_ok=True)
-        raise RuntimeError(f"compiling mtmd_ref failed:\n{shlex.join(cmd)}\n{result.stderr}")
-    partial.replace(binary)
-    return binary
+    return compile_program(SOURCE, ("mtmd", "llama", "ggml", "ggml-base"), cache_dir)
 
 
 def run_mtmd_reference(

@@ -19,7 +19,6 @@ import llama_cy
 from llama_cy import _build_config
 
 SOURCE = Path(__file__).resolve().parent / "reference" / "llama_loop.cpp"
-LIBRARIES = tuple(_build_config.LIBRARIES[t] for t in ("llama", "ggml", "ggml-base"))
 
 
 class ReferenceResult(TypedDict):
@@ -37,19 +36,26 @@ class ReferenceResult(TypedDict):
 
 
 def build_reference(cache_dir: Path) -> Path:
-    """Compile llama_loop into ``cache_dir`` unless an up-to-date binary is there.
+    """Compile llama_loop into ``cache_dir`` unless an up-to-date binary is there."""
+    return compile_program(SOURCE, ("llama", "ggml", "ggml-base"), cache_dir)
+
+
+def compile_program(source: Path, libraries: tuple[str, ...], cache_dir: Path) -> Path:
+    """Compile a native program from ``source`` against the package's headers and the
+    named libraries of its library folder, into ``cache_dir``, unless an up-to-date
+    binary is there.
 
     The binary's name carries a hash of the library folder, whose path is baked in as the
     rpath, so builds of the package in different folders do not share one binary.
     """
     lib_dir = Path(llama_cy.get_lib_dir()).resolve()
-    libs = [lib_dir / name for name in LIBRARIES]
+    libs = [lib_dir / _build_config.LIBRARIES[name] for name in libraries]
     missing = [str(p) for p in libs if not p.is_file()]
     if missing:
         raise RuntimeError(f"llama_cy's library folder lacks {', '.join(missing)}")
     tag = hashlib.sha256(str(lib_dir).encode()).hexdigest()[:12]
-    binary = Path(cache_dir) / f"llama_loop-{tag}"
-    newest_input = max(p.stat().st_mtime for p in (SOURCE, *libs))
+    binary = Path(cache_dir) / f"{source.stem}-{tag}"
+    newest_input = max(p.stat().st_mtime for p in (source, *libs))
     if binary.is_file() and binary.stat().st_mtime >= newest_input:
         return binary
 
@@ -63,7 +69,7 @@ def build_reference(cache_dir: Path) -> Path:
         "-Wall",
         "-Wextra",
         f"-I{llama_cy.get_include()}",
-        str(SOURCE),
+        str(source),
         "-o",
         str(partial),
         *(str(p) for p in libs),
@@ -73,7 +79,7 @@ def build_reference(cache_dir: Path) -> Path:
     if result.returncode != 0:
         partial.unlink(missing_ok=True)
         raise RuntimeError(
-            f"compiling {SOURCE.name} failed ({result.returncode}):\n"
+            f"compiling {source.name} failed ({result.returncode}):\n"
             f"{shlex.join(cmd)}\n{result.stdout}{result.stderr}"
         )
     partial.replace(binary)

@@ -24,9 +24,7 @@ from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from offload import LOGITS_TOL
 from tiny_model import (
     LLAMA_CPP,
-    write_tiny_gemma3_projector,
     write_tiny_llava_projector,
-    write_tiny_ultravox_projector,
 )
 
 import llama_cy as lc
@@ -35,23 +33,6 @@ from llama_cy.generation import media_token
 
 IMAGE = LLAMA_CPP / "tools" / "mtmd" / "test-1.jpeg"
 AUDIO = LLAMA_CPP / "tools" / "mtmd" / "test-2.mp3"
-PROJECTOR_VERSION = 1
-
-
-@pytest.fixture(scope="session")
-def vision_path(model_cache: Path) -> Path:
-    path = model_cache / f"tiny-llava-mmproj-v{PROJECTOR_VERSION}.gguf"
-    if not path.is_file():
-        write_tiny_llava_projector(path.with_suffix(".partial")).replace(path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def audio_path(model_cache: Path) -> Path:
-    path = model_cache / f"tiny-ultravox-mmproj-v{PROJECTOR_VERSION}.gguf"
-    if not path.is_file():
-        write_tiny_ultravox_projector(path.with_suffix(".partial")).replace(path)
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -599,14 +580,6 @@ def test_threads_share_a_projector(tiny: lc.LlamaModel, vision: lc.MtmdContext) 
 
 
 # ---- Gemma 3: image tokens between special tokens, decoded with non-causal attention -------
-
-
-@pytest.fixture(scope="module")
-def gemma3_projector(model_cache: Path) -> Path:
-    path = model_cache / f"tiny-gemma3-mmproj-v{PROJECTOR_VERSION}.gguf"
-    if not path.is_file():
-        write_tiny_gemma3_projector(path.with_suffix(".partial")).replace(path)
-    return path
 
 
 def test_gemma3_non_causal_image_equals_llama_cpps(

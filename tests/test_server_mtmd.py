@@ -12,29 +12,17 @@ import openai
 import pytest
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from serving import Server
-from test_mtmd import AUDIO, IMAGE, PROJECTOR_VERSION
-from tiny_model import write_tiny_llava_projector, write_tiny_ultravox_projector
+from test_mtmd import AUDIO, IMAGE
 
 CHAT_TEMPLATE = Path(__file__).parent / "data" / "chat_template.jinja"
 
 
 @pytest.fixture(scope="module")
-def projectors(model_cache: Path) -> tuple[Path, Path]:
-    vision = model_cache / f"tiny-llava-mmproj-v{PROJECTOR_VERSION}.gguf"
-    audio = model_cache / f"tiny-ultravox-mmproj-v{PROJECTOR_VERSION}.gguf"
-    if not vision.is_file():
-        write_tiny_llava_projector(vision.with_suffix(".partial")).replace(vision)
-    if not audio.is_file():
-        write_tiny_ultravox_projector(audio.with_suffix(".partial")).replace(audio)
-    return vision, audio
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_path: Path, projectors: tuple[Path, Path]) -> Iterator[Server]:
+def server(tiny_model_path: Path, vision_path: Path, audio_path: Path) -> Iterator[Server]:
     with Server(
         tiny_model_path,
         "--mmproj",
-        str(projectors[0]),
+        str(vision_path),
         "-np",
         "2",
         "-c",
@@ -75,7 +63,8 @@ def test_props_and_models_report_the_modalities(server: Server) -> None:
 def test_openai_client_image_equals_llama_cpps_greedy_tokens(
     server: Server,
     tiny_model_path: Path,
-    projectors: tuple[Path, Path],
+    vision_path: Path,
+    audio_path: Path,
     model_cache: Path,
     tmp_path: Path,
 ) -> None:
@@ -87,7 +76,7 @@ def test_openai_client_image_equals_llama_cpps_greedy_tokens(
     ref = run_mtmd_reference(
         build_mtmd_reference(model_cache),
         tiny_model_path,
-        projectors[0],
+        vision_path,
         rendered["prompt"],
         [IMAGE],
         tmp_path / "r",
@@ -175,11 +164,11 @@ def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
     assert ok["choices"]
 
 
-def test_audio_server(tiny_model_path: Path, projectors: tuple[Path, Path]) -> None:
+def test_audio_server(tiny_model_path: Path, vision_path: Path, audio_path: Path) -> None:
     with Server(
         tiny_model_path,
         "--mmproj",
-        str(projectors[1]),
+        str(audio_path),
         "-np",
         "1",
         "-c",
@@ -216,13 +205,13 @@ def test_audio_server(tiny_model_path: Path, projectors: tuple[Path, Path]) -> N
 
 
 def test_media_path_serves_local_files(
-    tiny_model_path: Path, projectors: tuple[Path, Path], tmp_path: Path
+    tiny_model_path: Path, vision_path: Path, audio_path: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "cat.jpeg").write_bytes(IMAGE.read_bytes())
     with Server(
         tiny_model_path,
         "--mmproj",
-        str(projectors[0]),
+        str(vision_path),
         "-np",
         "1",
         "-c",
@@ -247,9 +236,9 @@ def test_media_path_serves_local_files(
         assert "not allowed" in err["error"]["message"]
 
 
-def test_mmproj_flag_conflicts(tiny_model_path: Path, projectors: tuple[Path, Path]) -> None:
+def test_mmproj_flag_conflicts(tiny_model_path: Path, vision_path: Path, audio_path: Path) -> None:
     with pytest.raises(RuntimeError, match="speculative"):
-        Server(tiny_model_path, "--mmproj", str(projectors[0]), "--spec-type", "ngram-simple")
+        Server(tiny_model_path, "--mmproj", str(vision_path), "--spec-type", "ngram-simple")
     with pytest.raises(RuntimeError, match="projector"):
         Server(tiny_model_path, "--mmproj", "/nonexistent/mmproj.gguf")
 

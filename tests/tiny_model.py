@@ -249,6 +249,47 @@ def _vit_blocks(
         writer.add_tensor(f"{b}.ffn_down.bias", weight(n_embd) * np.float32(0.1))
 
 
+def _vision_header(
+    writer: gguf.GGUFWriter,
+    projector: str,
+    image_size: int,
+    patch_size: int,
+    n_embd: int,
+    n_ff: int,
+    n_embd_text: int,
+    n_layer: int,
+    n_head: int,
+) -> None:
+    """The metadata clip.cpp reads for a ViT vision encoder (GELU, layer norm eps 1e-6)."""
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_bool("clip.has_audio_encoder", False)
+    writer.add_string("clip.projector_type", projector)
+    writer.add_bool("clip.use_gelu", True)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
+    writer.add_uint32("clip.vision.projection_dim", n_embd_text)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    writer.add_uint32("clip.vision.attention.head_count", n_head)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+
+
+def _patch_embd(
+    writer: gguf.GGUFWriter,
+    weight: Callable[..., npt.NDArray[np.float32]],
+    image_size: int,
+    patch_size: int,
+    n_embd: int,
+) -> int:
+    """The patch embedding (a convolution, in half precision as the converters write it
+    for ggml's im2col); returns the number of patches."""
+    writer.add_tensor(
+        "v.patch_embd.weight", weight(n_embd, 3, patch_size, patch_size).astype(np.float16)
+    )
+    return (image_size // patch_size) ** 2
+
+
 def _weights(rng: np.random.Generator) -> Callable[..., npt.NDArray[np.float32]]:
     def weight(*shape: int) -> npt.NDArray[np.float32]:
         w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
@@ -275,25 +316,12 @@ def write_tiny_llava_projector(
     ``n_embd_text``. One image becomes ``(image_size / patch_size)**2`` tokens."""
     writer, rng = _writer_rng(path, "tiny-llava-mmproj", seed)
     weight = _weights(rng)
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_bool("clip.has_audio_encoder", False)
-    writer.add_string("clip.projector_type", "mlp")
-    writer.add_bool("clip.use_gelu", True)
-    writer.add_uint32("clip.vision.image_size", image_size)
-    writer.add_uint32("clip.vision.patch_size", patch_size)
-    writer.add_uint32("clip.vision.embedding_length", n_embd)
-    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
-    writer.add_uint32("clip.vision.projection_dim", n_embd_text)
-    writer.add_uint32("clip.vision.block_count", n_layer)
-    writer.add_uint32("clip.vision.attention.head_count", n_head)
-    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-5)
+    _vision_header(
+        writer, "mlp", image_size, patch_size, n_embd, n_ff, n_embd_text, n_layer, n_head
+    )
     writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
     writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
-    n_patches = (image_size // patch_size) ** 2
-    # Conv weights in half precision, as the converters write them (ggml's im2col).
-    writer.add_tensor(
-        "v.patch_embd.weight", weight(n_embd, 3, patch_size, patch_size).astype(np.float16)
-    )
+    n_patches = _patch_embd(writer, weight, image_size, patch_size, n_embd)
     writer.add_tensor("v.position_embd.weight", weight(n_patches, n_embd))
     writer.add_tensor("v.pre_ln.weight", np.ones(n_embd, dtype=np.float32))
     writer.add_tensor("v.pre_ln.bias", np.zeros(n_embd, dtype=np.float32))
@@ -374,24 +402,12 @@ def write_tiny_gemma3_projector(
     ``(image_size / patch_size / 4)**2`` tokens."""
     writer, rng = _writer_rng(path, "tiny-gemma3-mmproj", seed)
     weight = _weights(rng)
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_bool("clip.has_audio_encoder", False)
-    writer.add_string("clip.projector_type", "gemma3")
-    writer.add_bool("clip.use_gelu", True)
-    writer.add_uint32("clip.vision.image_size", image_size)
-    writer.add_uint32("clip.vision.patch_size", patch_size)
-    writer.add_uint32("clip.vision.embedding_length", n_embd)
-    writer.add_uint32("clip.vision.feed_forward_length", n_ff)
-    writer.add_uint32("clip.vision.projection_dim", n_embd_text)
-    writer.add_uint32("clip.vision.block_count", n_layer)
-    writer.add_uint32("clip.vision.attention.head_count", n_head)
-    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    _vision_header(
+        writer, "gemma3", image_size, patch_size, n_embd, n_ff, n_embd_text, n_layer, n_head
+    )
     writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
-    n_patches = (image_size // patch_size) ** 2
-    writer.add_tensor(
-        "v.patch_embd.weight", weight(n_embd, 3, patch_size, patch_size).astype(np.float16)
-    )
+    n_patches = _patch_embd(writer, weight, image_size, patch_size, n_embd)
     writer.add_tensor("v.patch_embd.bias", weight(n_embd) * np.float32(0.1))
     writer.add_tensor("v.position_embd.weight", weight(n_patches, n_embd))
     _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
