@@ -114,6 +114,22 @@ def test_completion_multimodal_data_and_prefix_reuse(server: Server) -> None:
     assert again["tokens_cached"] >= first["tokens_evaluated"] - 1
 
 
+def test_v1_completions_multimodal_data_and_echo(server: Server) -> None:
+    data = base64.b64encode(IMAGE.read_bytes()).decode()
+    prompt = {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]}
+    body = {"prompt": prompt, "max_tokens": 3, "temperature": 0, "echo": True}
+    status, _, out = server.request("POST", "/v1/completions", body)
+    assert status == 200, out
+    assert out["usage"]["prompt_tokens"] > 16
+    echoed = out["choices"][0]["text"]  # the prompt echoed, its image as the marker
+    assert echoed.lstrip().startswith("Look: <__media__> It shows")
+    status, _, native = server.request(
+        "POST", "/completion", {"prompt": prompt, "n_predict": 3, "temperature": 0}
+    )
+    assert status == 200
+    assert echoed.endswith("It shows" + native["content"])
+
+
 def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
     bad = [
         _messages("x", "data:image/png;base64," + base64.b64encode(b"not an image").decode()),

@@ -106,6 +106,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     max_tokens=body.get("max_tokens"),
                     logprobs=body.get("logprobs"),
                     stop=body.get("stop"),
+                    media=getattr(p, "media", None),  # a multimodal_data prompt's images
                     **server.sampling(body),
                 )
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""

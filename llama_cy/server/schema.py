@@ -115,7 +115,8 @@ def refuse_unsupported(
 #: /v1/completions
 COMPLETION: dict[str, tuple[type, ...]] = {
     **SAMPLING,
-    "prompt": _STR + _LIST,
+    # an object: llama-server's {"prompt_string", "multimodal_data"} (tokenize_input_prompts)
+    "prompt": _STR + _LIST + _DICT,
     "suffix": _STR + _NULL,
     "echo": _BOOL + _NULL,
     "logprobs": _INT + _NULL,
