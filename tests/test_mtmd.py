@@ -278,11 +278,11 @@ def test_closing_the_model_waits_for_the_projector(
 # ---- Llama ----------------------------------------------------------------------------------
 
 
-def _data_uri(path: Path, mime: str) -> str:
+def data_uri(path: Path, mime: str) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
 
 
-def _image_message(text: str, url: str) -> list[dict[str, object]]:
+def image_message(text: str, url: str) -> list[dict[str, object]]:
     return [
         {
             "role": "user",
@@ -306,7 +306,7 @@ def llava(tiny_model_path: Path, vision_path: Path) -> Iterator[lc.Llama]:
 def test_llama_chat_with_an_image_equals_llama_cpps_greedy_tokens(
     llava: lc.Llama, tiny_model_path: Path, vision_path: Path, reference: Path, tmp_path: Path
 ) -> None:
-    messages = _image_message("What is in this picture?", _data_uri(IMAGE, "image/jpeg"))
+    messages = image_message("What is in this picture?", data_uri(IMAGE, "image/jpeg"))
     # The prompt as the handler renders it: LLaVA-1.5's format, the image first.
     marked, _bitmaps = llava.preparer.split_media(llava.chat_handler.prepare(messages))  # type: ignore[union-attr]
     prompt = llava.apply_chat_template(marked)
@@ -327,13 +327,13 @@ def test_llama_chat_with_an_image_equals_llama_cpps_greedy_tokens(
 
 
 def test_a_second_question_about_the_same_image_encodes_nothing(llava: lc.Llama) -> None:
-    url = _data_uri(IMAGE, "image/jpeg")
+    url = data_uri(IMAGE, "image/jpeg")
     mctx = llava.mtmd
     assert mctx is not None
-    first = llava.create_chat_completion(_image_message("Describe it.", url), max_tokens=4)
+    first = llava.create_chat_completion(image_message("Describe it.", url), max_tokens=4)
     assert mctx.n_encodes == 1
     history = [
-        *_image_message("Describe it.", url),
+        *image_message("Describe it.", url),
         {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
         {"role": "user", "content": "And the colours?"},
     ]
@@ -344,7 +344,7 @@ def test_a_second_question_about_the_same_image_encodes_nothing(llava: lc.Llama)
     from_png = io.BytesIO()
     _write_ppm(from_png, pixels)
     other = "data:image/x-portable-pixmap;base64," + base64.b64encode(from_png.getvalue()).decode()
-    llava.create_chat_completion(_image_message("Describe it.", other), max_tokens=4)
+    llava.create_chat_completion(image_message("Describe it.", other), max_tokens=4)
     assert mctx.n_encodes == 2
 
 
@@ -396,31 +396,29 @@ def test_llama_audio_chat(tiny_model_path: Path, audio_path: Path) -> None:
         assert llm.mtmd is not None
         assert llm.mtmd.n_encodes == 1
         with pytest.raises(MediaError, match="image input is not supported"):
-            llm.create_chat_completion(_image_message("x", _data_uri(IMAGE, "image/jpeg")))
+            llm.create_chat_completion(image_message("x", data_uri(IMAGE, "image/jpeg")))
 
 
 def test_llama_media_sources_and_refusals(llava: lc.Llama, tiny_model_path: Path) -> None:
-    ok = llava.create_chat_completion(_image_message("x", IMAGE.as_uri()), max_tokens=2)
+    ok = llava.create_chat_completion(image_message("x", IMAGE.as_uri()), max_tokens=2)
     assert ok["usage"]["prompt_tokens"] > 16  # a file:// URL
     with pytest.raises(MediaError, match="remote media"):
-        llava.create_chat_completion(_image_message("x", "https://example.com/cat.png"))
+        llava.create_chat_completion(image_message("x", "https://example.com/cat.png"))
     with pytest.raises(MediaError, match="base64"):
-        llava.create_chat_completion(_image_message("x", "data:image/png;base64,@@@"))
+        llava.create_chat_completion(image_message("x", "data:image/png;base64,@@@"))
     with pytest.raises(MediaError, match="could not be decoded"):
         llava.create_chat_completion(
-            _image_message("x", "data:image/png;base64," + base64.b64encode(b"nope").decode())
+            image_message("x", "data:image/png;base64," + base64.b64encode(b"nope").decode())
         )
     with pytest.raises(MediaError, match="unsupported data: URI"):
-        llava.create_chat_completion(_image_message("x", "data:text/plain;base64,aGk="))
+        llava.create_chat_completion(image_message("x", "data:text/plain;base64,aGk="))
     # the Llama still answers after the refusals
-    assert llava.create_chat_completion(_image_message("y", IMAGE.as_uri()), max_tokens=2)[
-        "choices"
-    ]
+    assert llava.create_chat_completion(image_message("y", IMAGE.as_uri()), max_tokens=2)["choices"]
     with (
         lc.Llama(str(tiny_model_path), n_ctx=256) as plain,
         pytest.raises(MediaError, match="projector"),
     ):
-        plain.create_chat_completion(_image_message("x", IMAGE.as_uri()), chat_template_kwargs={})
+        plain.create_chat_completion(image_message("x", IMAGE.as_uri()), chat_template_kwargs={})
 
 
 def test_llama_mmproj_argument_checks(tiny_model_path: Path, vision_path: Path) -> None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import openai
 import pytest
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from serving import Server
-from test_mtmd import AUDIO, IMAGE
+from test_mtmd import AUDIO, IMAGE, data_uri, image_message
 
 CHAT_TEMPLATE = Path(__file__).parent / "data" / "chat_template.jinja"
 
@@ -36,22 +35,6 @@ def server(tiny_model_path: Path, vision_path: Path, audio_path: Path) -> Iterat
         yield s
 
 
-def _uri(path: Path, mime: str) -> str:
-    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
-
-
-def _messages(text: str, url: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": text},
-                {"type": "image_url", "image_url": {"url": url}},
-            ],
-        }
-    ]
-
-
 def test_props_and_models_report_the_modalities(server: Server) -> None:
     status, _, props = server.request("GET", "/props")
     assert status == 200
@@ -69,7 +52,7 @@ def test_openai_client_image_equals_llama_cpps_greedy_tokens(
     tmp_path: Path,
 ) -> None:
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
-    messages = _messages("What is this?", _uri(IMAGE, "image/jpeg"))
+    messages = image_message("What is this?", data_uri(IMAGE, "image/jpeg"))
     status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
     assert status == 200
     assert rendered["prompt"].count("<__media__>") == 1
@@ -132,11 +115,11 @@ def test_v1_completions_multimodal_data_and_echo(server: Server) -> None:
 
 def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
     bad = [
-        _messages("x", "data:image/png;base64," + base64.b64encode(b"not an image").decode()),
-        _messages("x", "data:image/png;base64,@@@"),
-        _messages("x", "data:text/plain;base64,aGk="),
-        _messages("x", "file:///etc/passwd"),  # no --media-path
-        _messages("x", "https://example.com/a.png"),  # remote media not allowed
+        image_message("x", "data:image/png;base64," + base64.b64encode(b"not an image").decode()),
+        image_message("x", "data:image/png;base64,@@@"),
+        image_message("x", "data:text/plain;base64,aGk="),
+        image_message("x", "file:///etc/passwd"),  # no --media-path
+        image_message("x", "https://example.com/a.png"),  # remote media not allowed
         [
             {
                 "role": "user",
@@ -174,7 +157,7 @@ def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
     status, _, ok = server.request(
         "POST",
         "/v1/chat/completions",
-        {"messages": _messages("fine", _uri(IMAGE, "image/jpeg")), "max_tokens": 2},
+        {"messages": image_message("fine", data_uri(IMAGE, "image/jpeg")), "max_tokens": 2},
     )
     assert status == 200
     assert ok["choices"]
@@ -214,7 +197,9 @@ def test_audio_server(tiny_model_path: Path, vision_path: Path, audio_path: Path
         assert status == 200, reply
         assert reply["usage"]["prompt_tokens"] > 375
         status, _, err = s.request(
-            "POST", "/v1/chat/completions", {"messages": _messages("x", _uri(IMAGE, "image/jpeg"))}
+            "POST",
+            "/v1/chat/completions",
+            {"messages": image_message("x", data_uri(IMAGE, "image/jpeg"))},
         )
         assert status == 400
         assert "image" in err["error"]["message"]
@@ -240,13 +225,13 @@ def test_media_path_serves_local_files(
         status, _, reply = s.request(
             "POST",
             "/v1/chat/completions",
-            {"messages": _messages("x", "file://cat.jpeg"), "max_tokens": 2},
+            {"messages": image_message("x", "file://cat.jpeg"), "max_tokens": 2},
         )
         assert status == 200, reply
         status, _, err = s.request(
             "POST",
             "/v1/chat/completions",
-            {"messages": _messages("x", "file://../etc/passwd"), "max_tokens": 2},
+            {"messages": image_message("x", "file://../etc/passwd"), "max_tokens": 2},
         )
         assert status == 400
         assert "not allowed" in err["error"]["message"]
@@ -294,7 +279,7 @@ def test_anthropic_and_responses_routes_take_images(server: Server) -> None:
                     "role": "user",
                     "content": [
                         {"type": "input_text", "text": "What is it?"},
-                        {"type": "input_image", "image_url": _uri(IMAGE, "image/jpeg")},
+                        {"type": "input_image", "image_url": data_uri(IMAGE, "image/jpeg")},
                     ],
                 }
             ],
@@ -331,7 +316,7 @@ def test_an_image_joins_a_running_batch(server: Server) -> None:
     status, _, r = server.request(
         "POST",
         "/v1/chat/completions",
-        {"messages": _messages("What is it?", _uri(IMAGE, "image/jpeg")), "max_tokens": 4},
+        {"messages": image_message("What is it?", data_uri(IMAGE, "image/jpeg")), "max_tokens": 4},
     )
     done["image"] = time.monotonic()
     t.join()
