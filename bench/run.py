@@ -571,7 +571,7 @@ def bench_multimodal(
     path = models["gemma"]
     mmproj = multimodal.projector(WORK / "models")
     cli = tools["llama-mtmd-cli"]
-    uri = lc.media.local_file_url(multimodal.IMAGE)
+    uri = multimodal.IMAGE.as_uri()  # Llama reads file:// URLs
     messages = [
         {
             "role": "user",

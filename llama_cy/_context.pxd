@@ -46,3 +46,8 @@ cdef class LlamaContext(ViewOwner):
     cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1
     cdef void _pause_threadpools(self) noexcept nogil
     cdef void _free_threadpools(self) noexcept
+
+
+# A thread count checked against ggml's limits and capped at the CPUs this process may use
+# (for every compute that takes one: contexts and the multimodal projector).
+cdef int _check_threads(str name, n) except -1

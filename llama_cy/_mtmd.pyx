@@ -17,6 +17,8 @@ import threading
 
 import numpy as np
 
+from llama_cy._backend import default_n_threads
+
 cimport cython
 
 from libc.stdint cimport int32_t, uint32_t
@@ -27,7 +29,7 @@ from llama_cy._c cimport mtmd as m
 from llama_cy._c cimport mtmd_helper as mh
 from llama_cy._backend cimport _log_callback, _log_silent
 from llama_cy._batch cimport LlamaBatch
-from llama_cy._context cimport LlamaContext
+from llama_cy._context cimport LlamaContext, _check_threads
 from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view
@@ -392,9 +394,9 @@ cdef class MtmdContext(ViewOwner):
         if image_min_tokens > 0 and image_max_tokens > 0 and image_min_tokens > image_max_tokens:
             raise ValueError(f"image_min_tokens={image_min_tokens} exceeds "
                              f"image_max_tokens={image_max_tokens}")
-        cdef int threads = n_threads if n_threads is not None else max(1, min(os.cpu_count() or 1, 4))
-        if threads < 1:
-            raise ValueError(f"n_threads must be >= 1, not {threads}")
+        # The contexts' default and check: 0, negative or huge counts crash in ggml.
+        cdef int threads = _check_threads(
+            "n_threads", default_n_threads() if n_threads is None else n_threads)
         cdef m.mtmd_context_params params = m.mtmd_context_params_default()
         params.use_gpu = use_gpu
         params.n_threads = threads

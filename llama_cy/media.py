@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -151,10 +150,3 @@ def has_media(messages: Sequence[Mapping[str, Any]]) -> bool:
         ):
             return True
     return False
-
-
-def local_file_url(path: str | os.PathLike[str]) -> str:
-    """A ``data:`` URI of a local image or audio file (for the CLI and tests)."""
-    data = Path(path).read_bytes()
-    kind = "audio/wav" if data[:4] == b"RIFF" or data[:3] in (b"ID3", b"fLa") else "image/*"
-    return f"data:{kind};base64,{base64.b64encode(data).decode()}"

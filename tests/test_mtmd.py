@@ -149,6 +149,24 @@ def test_bitmaps_from_bytes_array_and_audio(vision: lc.MtmdContext, audio: lc.Mt
     assert not audio.vision
 
 
+def test_projector_caps_and_positions(
+    vision: lc.MtmdContext,
+    audio: lc.MtmdContext,
+    vision_path: Path,
+    audio_path: Path,
+    tmp_path: Path,
+) -> None:
+    # What a file takes, read from its metadata without loading it, as the loaded context says.
+    assert lc._mtmd.projector_caps(vision_path) == (vision.vision, vision.audio) == (True, False)
+    assert lc._mtmd.projector_caps(audio_path) == (audio.vision, audio.audio) == (False, True)
+    assert not vision.uses_mrope  # LLaVA: one position a token
+    with pytest.raises(ModelLoadError, match="not found"):
+        lc._mtmd.projector_caps("/nonexistent/mmproj.gguf")
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file")
+    assert lc._mtmd.projector_caps(junk) == (False, False)
+
+
 def test_chunks_report_tokens_positions_and_ids(vision: lc.MtmdContext) -> None:
     bm = vision.bitmap(IMAGE)
     chunks = vision.tokenize(f"one {vision.marker} two {vision.marker} three", [bm, bm])
@@ -208,6 +226,9 @@ def test_bad_projectors_raise(tiny: lc.LlamaModel, tmp_path: Path, vision_path: 
         lc.MtmdContext(tiny, wide)  # made for a 96-wide model
     with pytest.raises(ValueError, match="image_min_tokens"):
         lc.MtmdContext(tiny, vision_path, image_min_tokens=0)
+    for n in (0, -1, 100_000):  # ggml crashes on these: the contexts' check applies
+        with pytest.raises(ValueError, match="n_threads must be in"):
+            lc.MtmdContext(tiny, vision_path, n_threads=n)
 
 
 HOSTILE = """

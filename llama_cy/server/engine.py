@@ -438,7 +438,8 @@ class Engine:
         n_gen = sum(s.fill(batch, 1) for s in generating)
         n_prompt = 0
         prefilling = []
-        for s in list(busy):
+        failed = []
+        for s in busy:
             if s.token < 0:
                 try:
                     # An image or clip is encoded and decoded here, for this slot alone.
@@ -446,11 +447,13 @@ class Engine:
                 except LlamaError as exc:  # this request only
                     s.failed()
                     self._end(s, exc)
-                    busy.remove(s)
+                    failed.append(s)
                     continue
                 n_prompt += added
                 if added:
                     prefilling.append(s)
+        if failed:
+            busy = [s for s in busy if s not in failed]
         if n_gen + n_prompt == 0:
             self._flush()  # a slot ended, or only an image went in
             return
