@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import gguf
@@ -19,9 +19,14 @@ COMMANDS = ["run", "chat", "serve", "info", "bench", "quantize", "rpc-server"]
 
 
 def llama_cy_cmd() -> list[str]:
-    """The installed console script (what the README's install command puts on PATH)."""
-    exe = shutil.which("llama-cy") or str(Path(sys.executable).parent / "llama-cy")
-    assert os.path.isfile(exe), "the llama-cy console script is not installed"
+    """The console script (what the README's install command puts on PATH) of the
+    environment running the tests: another on PATH may be another build."""
+    scripts = Path(sysconfig.get_path("scripts"))
+    exe = next(
+        (str(p) for p in (scripts / "llama-cy", scripts / "llama-cy.exe") if p.is_file()),
+        shutil.which("llama-cy"),
+    )
+    assert exe is not None, "the llama-cy console script is not installed"
     return [exe]
 
 
