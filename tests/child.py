@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+from offload import timeout
+
 
 def run_python(
     code: str, *args: str, env: dict[str, str] | None = None
@@ -16,6 +18,6 @@ def run_python(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout(120),
         env=env,
     )

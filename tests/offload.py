@@ -7,6 +7,8 @@ ways, and the tests that only make sense on the CPU.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from llama_cy._model import default_gpu_layers
@@ -17,6 +19,16 @@ OFFLOADED = default_gpu_layers() != 0
 #: equal to float32 rounding on the CPU; a GPU's kernels round with the batch's shape
 #: (lavapipe, the tiny model: up to 2.5e-3 apart).
 LOGITS_TOL = 1e-2 if OFFLOADED else 1e-5  #: as rtol and atol
+
+#: ``$LLAMA_CY_TEST_TIMEOUT_SCALE`` (default 1) stretches the tests' time limits on work
+#: that generates (a child interpreter, a server's start and replies, the CLI): a device
+#: emulated on the CPU (lavapipe) runs Gemma at about one token per second.
+TIMEOUT_SCALE = float(os.environ.get("LLAMA_CY_TEST_TIMEOUT_SCALE", "1"))
+
+
+def timeout(seconds: float) -> float:
+    """``seconds`` stretched by ``TIMEOUT_SCALE``."""
+    return seconds * TIMEOUT_SCALE
 
 
 def cpu_only(reason: str) -> pytest.MarkDecorator:

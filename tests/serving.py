@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from offload import timeout as stretched
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -61,7 +63,7 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _wait_ready(self, timeout: float = 120.0) -> None:
+    def _wait_ready(self, timeout: float = stretched(120.0)) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -96,7 +98,7 @@ class Server:
             h.setdefault("Authorization", f"Bearer {self.api_key}")
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=h)
         try:
-            with urllib.request.urlopen(req, timeout=120) as r:
+            with urllib.request.urlopen(req, timeout=stretched(120)) as r:
                 status, hdrs, payload = r.status, _lower(r.headers), r.read()
         except urllib.error.HTTPError as e:
             status, hdrs, payload = e.code, _lower(e.headers), e.read()

@@ -10,6 +10,7 @@ import sysconfig
 from pathlib import Path
 
 import gguf
+import offload
 import pytest
 
 import llama_cy as lc
@@ -31,7 +32,7 @@ def llama_cy_cmd() -> list[str]:
 
 
 def cli(
-    *args: str, stdin: str | None = None, timeout: float = 300
+    *args: str, stdin: str | None = None, timeout: float = offload.timeout(300)
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*llama_cy_cmd(), *args],
