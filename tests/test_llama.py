@@ -17,6 +17,14 @@ from llama_cy.errors import BusyError, ClosedError, ContextOverflowError, Invali
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "東京は日本の"]
 
 
+def fresh(llm: lc.Llama) -> lc.Llama:
+    """``llm`` with its prompt cache cleared, for calls compared with each other: each then
+    decodes its whole prompt in one batch. A cached prompt re-decodes only its last token,
+    and a GPU's logits change with the batch's shape (``offload.LOGITS_TOL``)."""
+    llm.reset()
+    return llm
+
+
 def greedy_loop(model: lc.LlamaModel, prompt: str, n: int) -> tuple[list[int], list[float]]:
     """The building-blocks greedy loop: tokens and each token's log-probability."""
     ctx = lc.LlamaContext(model, n_ctx=1024, n_threads=2)
@@ -64,13 +72,13 @@ def test_greedy_create_completion_equals_the_building_blocks_loop(
 @pytest.mark.parametrize("seed", [1, 7])
 def test_stream_concatenates_to_the_non_stream_text(gemma_llm: lc.Llama, seed: int) -> None:
     kw: dict[str, Any] = {"max_tokens": 40, "temperature": 0.9, "seed": seed, "top_k": 100}
-    whole = gemma_llm.create_completion("Once upon a time", **kw)
+    whole = fresh(gemma_llm).create_completion("Once upon a time", **kw)
     assert isinstance(whole, dict)
-    chunks = list(gemma_llm.create_completion("Once upon a time", stream=True, **kw))
+    chunks = list(fresh(gemma_llm).create_completion("Once upon a time", stream=True, **kw))
     assert "".join(c["choices"][0]["text"] for c in chunks) == whole["choices"][0]["text"]
     assert chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
-    typed = list(gemma_llm.stream("Once upon a time", **kw))
+    typed = list(fresh(gemma_llm).stream("Once upon a time", **kw))
     assert "".join(c.text for c in typed) == whole["choices"][0]["text"]
     assert sum(len(c.tokens) for c in typed) == whole["usage"]["completion_tokens"]
     assert typed[-1].timings is not None
@@ -99,29 +107,33 @@ def test_stream_never_emits_half_a_character(gemma_llm: lc.Llama) -> None:
 
 
 def test_stop_strings_cut_across_tokens_and_are_never_emitted(gemma_llm: lc.Llama) -> None:
-    free = gemma_llm.complete("The capital of France is", max_tokens=40, temperature=0)
+    free = fresh(gemma_llm).complete("The capital of France is", max_tokens=40, temperature=0)
     pieces = [gemma_llm.model.token_to_piece(t, special=True).decode() for t in free.tokens]
     # A stop string that starts inside one token and ends inside a later one.
     start = len(pieces[0]) + len(pieces[1]) - 2
     stop = free.text[start : start + len(pieces[2]) + 4]
     assert len(stop) >= 4
     first = free.text.index(stop)
-    done = gemma_llm.complete("The capital of France is", max_tokens=40, temperature=0, stop=[stop])
+    done = fresh(gemma_llm).complete(
+        "The capital of France is", max_tokens=40, temperature=0, stop=[stop]
+    )
     assert done.text == free.text[:first]
     assert done.stop_reason == "stop"
     assert done.stop == stop
     assert done.finish_reason == "stop"
     chunks = list(
-        gemma_llm.stream("The capital of France is", max_tokens=40, temperature=0, stop=stop)
+        fresh(gemma_llm).stream("The capital of France is", max_tokens=40, temperature=0, stop=stop)
     )
     assert "".join(c.text for c in chunks) == free.text[:first]
     assert not any(stop in c.text for c in chunks)
-    never = gemma_llm.complete(
+    never = fresh(gemma_llm).complete(
         "The capital of France is", max_tokens=40, temperature=0, stop=["#@!"]
     )
     assert never.text == free.text
     assert never.stop_reason == "length"
-    out = gemma_llm("The capital of France is", max_tokens=40, temperature=0, stop=[stop, "zzz"])
+    out = fresh(gemma_llm)(
+        "The capital of France is", max_tokens=40, temperature=0, stop=[stop, "zzz"]
+    )
     assert isinstance(out, dict)
     assert out["choices"][0]["text"] == free.text[:first]
     assert out["choices"][0]["finish_reason"] == "stop"
