@@ -371,7 +371,7 @@ def test_echo_and_call(gemma_llm: lc.Llama) -> None:
 
 
 def test_async_streaming_keeps_the_event_loop_free(gemma_llm: lc.Llama) -> None:
-    expected = gemma_llm.complete("The capital of France is", max_tokens=24, temperature=0)
+    expected = fresh(gemma_llm).complete("The capital of France is", max_tokens=24, temperature=0)
 
     async def main() -> tuple[str, int, lc.Completion]:
         ticks = 0
@@ -385,11 +385,13 @@ def test_async_streaming_keeps_the_event_loop_free(gemma_llm: lc.Llama) -> None:
 
         task = asyncio.create_task(ticker())
         text = ""
-        async for chunk in gemma_llm.astream(
+        async for chunk in fresh(gemma_llm).astream(
             "The capital of France is", max_tokens=24, temperature=0
         ):
             text += chunk.text
-        whole = await gemma_llm.acomplete("The capital of France is", max_tokens=24, temperature=0)
+        whole = await fresh(gemma_llm).acomplete(
+            "The capital of France is", max_tokens=24, temperature=0
+        )
         done.set()
         await task
         return text, ticks, whole
