@@ -20,6 +20,10 @@ OFFLOADED = default_gpu_layers() != 0
 #: (lavapipe, the tiny model: up to 2.5e-3 apart).
 LOGITS_TOL = 1e-2 if OFFLOADED else 1e-5  #: as rtol and atol
 
+#: Unit-norm embeddings of one text computed alone and within a batch (lavapipe, Gemma:
+#: up to 1.1e-3 apart), as atol.
+EMBD_TOL = 5e-3 if OFFLOADED else 1e-4
+
 #: ``$LLAMA_CY_TEST_TIMEOUT_SCALE`` (default 1) stretches the tests' time limits on work
 #: that generates (a child interpreter, a server's start and replies, the CLI): a device
 #: emulated on the CPU (lavapipe) runs Gemma at about one token per second.

@@ -16,6 +16,7 @@ import jsonschema
 import numpy as np
 import openai
 import pytest
+from offload import EMBD_TOL
 from serving import Server, sse_events
 
 import llama_cy as lc
@@ -583,8 +584,8 @@ def test_embeddings_server(gemma_path: Path) -> None:
     assert "--pooling" in body["error"]["message"]
     assert got.shape == want.shape
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-4)
-    np.testing.assert_allclose(got, want, atol=1e-4)
-    np.testing.assert_allclose(floats[0].embedding, want[0], atol=1e-4)
+    np.testing.assert_allclose(got, want, atol=EMBD_TOL)
+    np.testing.assert_allclose(floats[0].embedding, want[0], atol=EMBD_TOL)
 
 
 # ---- load --------------------------------------------------------------------------------
