@@ -11,9 +11,13 @@ import os
 
 import pytest
 
+from llama_cy._backend import devices
 from llama_cy._model import default_gpu_layers
 
 OFFLOADED = default_gpu_layers() != 0
+
+#: The offloaded device is Mesa's lavapipe (Vulkan on the CPU; ``tools/lavapipe.sh``).
+LAVAPIPE = OFFLOADED and any(d.description.startswith("llvmpipe") for d in devices())
 
 #: Logits of one model computed two ways (another batch shape, a cache cut or copied):
 #: equal to float32 rounding on the CPU; a GPU's kernels round with the batch's shape
@@ -38,3 +42,9 @@ def timeout(seconds: float) -> float:
 def cpu_only(reason: str) -> pytest.MarkDecorator:
     """Skip in an offloaded run, for ``reason`` (why the test is about the CPU)."""
     return pytest.mark.skipif(OFFLOADED, reason=f"CPU only: {reason}")
+
+
+def not_on_lavapipe(reason: str) -> pytest.MarkDecorator:
+    """Skip on lavapipe, for ``reason`` (a lavapipe fault, shown with llama.cpp's own calls
+    or under valgrind, that kills the process)."""
+    return pytest.mark.skipif(LAVAPIPE, reason=f"lavapipe fault: {reason}")
