@@ -46,6 +46,8 @@ def server(gemma_path: Path) -> Iterator[Server]:
     with Server(
         gemma_path,
         *("-np", "4", "-c", "4096", "--alias", ALIAS, "--metrics", "-t", "2"),
+        # the default 600 s a request may wait for a slot, stretched with the tests' limits
+        *("--queue-timeout", str(timeout(600))),
         *("--chat-template-file", str(TEMPLATE)),
         api_key=KEY,
     ) as s:
