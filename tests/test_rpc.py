@@ -25,7 +25,10 @@ pytestmark = pytest.mark.skipif(
     not lc.supports_rpc(), reason="built with -Drpc=false (the default build has RPC)"
 )
 
-PROMPT = "The capital of France is"
+# A forced continuation: a free one ("The capital of France is") meets a near tie within 24
+# tokens, and a model split over three devices rounds otherwise than one whole (lavapipe,
+# offloaded: the texts parted at the 11th token). Counting still needs every layer right.
+PROMPT = "Count: 1, 2, 3, 4, 5, 6,"
 
 CLIENT = """
 import json, logging, sys
