@@ -630,7 +630,7 @@ def test_load_64_streaming_clients(server: Server) -> None:
             return await asyncio.gather(*(one(c, i) for i in range(64)))
 
     # The limit: 64 such requests one after another, measured on this device (lavapipe
-    # prefills a prompt in ~13 s and the 64 took ~28 min there), or 2 min on the CPU.
+    # prefills a prompt in ~13 s and the 64 took 22 min there), or 2 min on the CPU.
     limit = max(timeout(120), 64 * asyncio.run(alone()))
     t0 = time.monotonic()
     results = asyncio.run(run(limit))
