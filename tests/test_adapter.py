@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from offload import lavapipe_reserve_fault
 from tiny_model import write_tiny_lora
 
 import llama_cy as lc
@@ -21,6 +22,7 @@ def last_logits(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> npt.NDAr
     return ctx.logits(-1).copy()
 
 
+@lavapipe_reserve_fault
 def test_lora_changes_logits_and_removal_restores_them(tiny: lc.LlamaModel, tmp_path: Path) -> None:
     adapter = lc.LoraAdapter(tiny, write_tiny_lora(tmp_path / "lora.gguf", tiny))
     assert adapter.metadata["adapter.type"] == "lora"
@@ -49,6 +51,7 @@ def test_lora_changes_logits_and_removal_restores_them(tiny: lc.LlamaModel, tmp_
     assert ctx.loras == {}
 
 
+@lavapipe_reserve_fault
 def test_adapter_closed_while_set_keeps_working_until_removed(
     tiny: lc.LlamaModel, tmp_path: Path
 ) -> None:
@@ -79,6 +82,7 @@ def test_adapter_errors(tiny: lc.LlamaModel, tmp_path: Path, gemma_path: Path) -
         ctx.set_lora(lora)
 
 
+@lavapipe_reserve_fault
 def test_control_vector(tiny: lc.LlamaModel) -> None:
     ctx = lc.LlamaContext(tiny, n_ctx=128)
     tokens = tiny.tokenize("Hello world")

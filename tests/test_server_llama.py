@@ -17,7 +17,7 @@ import anthropic
 import numpy as np
 import openai
 import pytest
-from offload import not_on_lavapipe
+from offload import lavapipe_reserve_fault
 from serving import Server, free_port, sse_events
 from tiny_model import write_tiny_bert, write_tiny_llama, write_tiny_lora
 
@@ -326,11 +326,7 @@ def test_slot_save_restore_erase(server: Server, slot_dir: Path) -> None:
     assert missing[0] == 404
 
 
-@not_on_lavapipe(
-    "Mesa 22.3's command thread frees a VkBuffer that ggml destroyed when the LoRA change"
-    " made llama.cpp reserve its graph again (valgrind: use after free, then double free;"
-    " Mesa 25 runs it); the abort would take the module's server down"
-)
+@lavapipe_reserve_fault  # the abort would take the module's server down
 def test_lora_adapters_global_and_per_request(server: Server, lora_path: Path) -> None:
     _, _, adapters = server.request("GET", "/lora-adapters")
     assert adapters == [
