@@ -314,7 +314,7 @@ def _open_stream(server: Server, body: dict[str, Any]) -> http.client.HTTPConnec
 
 
 def test_disconnect_mid_stream_frees_the_slot(server: Server) -> None:
-    server.wait_idle(5)
+    server.wait_idle(timeout(5))
     conn = _open_stream(
         server, {"prompt": "Once upon a time", "max_tokens": 900, "stream": True, "temperature": 0}
     )
@@ -327,19 +327,19 @@ def test_disconnect_mid_stream_frees_the_slot(server: Server) -> None:
     assert any(s["is_processing"] for s in server.slots())
     conn.sock.close()
     conn.close()
-    assert server.wait_idle(1.0) < 1.0
+    server.wait_idle(timeout(1.0))  # one decode step on a slow device
 
 
 def test_disconnect_while_waiting_for_a_whole_response_frees_the_slot(server: Server) -> None:
-    server.wait_idle(5)
+    server.wait_idle(timeout(5))
     conn = _open_stream(server, {"prompt": "Once upon a time", "max_tokens": 900, "temperature": 0})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + timeout(10)
     while not any(s["is_processing"] for s in server.slots()):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     conn.sock.close()
     conn.close()
-    assert server.wait_idle(1.0) < 1.0
+    server.wait_idle(timeout(1.0))  # one decode step on a slow device
 
 
 # ---- bad requests and auth ---------------------------------------------------------------
