@@ -26,8 +26,8 @@ MESSAGES = [{"role": "user", "content": "Say hi"}]
 
 @pytest.fixture(scope="module")
 def server(gemma_path: Path) -> Iterator[Server]:
-    # -n 8 caps a request that gives no limit; one that asks for more (the fuzz's max_tokens
-    # of 2**31 - 1) gets it, as from llama-server, until its slot's context is full:
+    # -n 8 caps a request that gives no limit; one that asks for more (a fuzzed max_tokens
+    # such as 2**31 - 1) gets it, as from llama-server, until its slot's context is full:
     # -c 512 keeps that to 256 tokens (a Gemma token takes about a second on lavapipe).
     with Server(gemma_path, "-np", "2", "-c", "512", "-t", "2", "-n", "8") as s:
         yield s
