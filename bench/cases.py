@@ -31,15 +31,26 @@ def _generate(
     n: int,
     threads: int,
     n_ctx: int,
-    pick: Callable[[npt.NDArray[np.float32]], int],
+    pick: Callable[[npt.NDArray[np.float32]], int] | None,
+    *,
+    read: Callable[[lc.LlamaContext], int] | None = None,
+    samplers: dict[int, lc.LlamaSampler] | None = None,
 ) -> dict[str, Any]:
     """A Python generation loop over the zero-copy logits, timed like llama_loop.cpp:
     n picks and n - 1 decodes after the prompt's decode, stopping at end of generation.
+    With ``samplers`` (backend sampling) ``read(ctx)`` picks from what the graph left.
 
     ``overhead_us`` is the time per token spent outside llama_decode (llama.cpp's own
     perf counter): picking, batch filling and the Python loop itself.
     """
-    ctx = _context(model, threads, n_ctx)
+    if read is None:
+        assert pick is not None
+        logits_pick = pick
+
+        def read(ctx: lc.LlamaContext) -> int:
+            return logits_pick(ctx.logits(-1))
+
+    ctx = _context(model, threads, n_ctx, samplers=samplers)
     batch = lc.LlamaBatch(512)
     tokens = model.tokenize(prompt)
     batch.add_sequence(tokens, 0, 0)
@@ -49,7 +60,7 @@ def _generate(
     pos = len(tokens)
     t0 = time.perf_counter()
     for i in range(n):
-        token = pick(ctx.logits(-1))
+        token = read(ctx)
         if model.is_eog(token):
             break
         out.append(token)
@@ -88,6 +99,52 @@ def numpy_sampling(
         return int(top[rng.choice(40, p=p / p.sum())])
 
     return _generate(model, prompt, n, threads, n_ctx, pick)
+
+
+def backend_greedy(
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int
+) -> dict[str, Any]:
+    """Greedy with the argmax in the graph (backend sampling): one token id comes back
+    per step instead of n_vocab logits."""
+    chain = lc.LlamaSampler.chain([lc.LlamaSampler.greedy()])
+
+    def read(ctx: lc.LlamaContext) -> int:
+        token = ctx.sampled_token(-1)
+        assert token is not None
+        return token
+
+    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
+
+
+def backend_top_k_numpy(
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+) -> dict[str, Any]:
+    """The NumPy top-k 40 / temperature 0.8 loop of :func:`numpy_sampling`, with the
+    top-k made in the graph: Python sees 40 candidates a step, not the vocabulary."""
+    rng = np.random.default_rng(seed)
+    chain = lc.LlamaSampler.chain([lc.LlamaSampler.top_k(40)])
+
+    def read(ctx: lc.LlamaContext) -> int:
+        ids, logits = ctx.sampled_candidates(-1), ctx.sampled_logits(-1)
+        z = logits / 0.8
+        p = np.exp(z - z.max())
+        return int(ids[rng.choice(len(ids), p=p / p.sum())])
+
+    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
+
+
+def backend_dist(
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+) -> dict[str, Any]:
+    """llama.cpp's top-k 40 / temp 0.8 / dist chain, all of it in the graph."""
+    chain = lc.LlamaSampler.chain(
+        [lc.LlamaSampler.top_k(40), lc.LlamaSampler.temp(0.8), lc.LlamaSampler.dist(seed)]
+    )
+
+    def read(ctx: lc.LlamaContext) -> int:
+        return chain.sample(ctx, -1)
+
+    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
 
 
 def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int, reps: int = 3) -> float:

@@ -1,4 +1,5 @@
 from cpython.pythread cimport PyThread_type_lock
+from libc.stdint cimport int32_t
 
 from llama_cy._c.ggml cimport ggml_threadpool_t
 from llama_cy._c.llama cimport llama_context, llama_memory_t
@@ -35,6 +36,10 @@ cdef class LlamaContext(ViewOwner):
     cdef ggml_threadpool_t _tp_batch
     # Pools replaced by set_n_threads (addresses): freed with the context.
     cdef list _retired
+    # Backend sampler chains by sequence id (llama_set_sampler): held, so alive, while
+    # attached. A change grows llama.cpp's output buffer at the next decode.
+    cdef dict _samplers
+    cdef bint _samplers_changed
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
     cdef int _lock_acquire(self) except -1
@@ -46,6 +51,9 @@ cdef class LlamaContext(ViewOwner):
     cdef int _attach_threadpools(self, int n_threads, int n_threads_batch) except -1
     cdef void _pause_threadpools(self) noexcept nogil
     cdef void _free_threadpools(self) noexcept
+    cdef void _release_samplers(self) noexcept
+    cdef int _check_output(self, int32_t i) except -1
+    cdef int _check_sampled(self) except -1
 
 
 # A thread count checked against ggml's limits and capped at the CPUs this process may use

@@ -18,7 +18,7 @@ from cpython.pythread cimport (
     NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
 )
 from libc.stdbool cimport bool as cbool
-from libc.stdint cimport int32_t, uint8_t
+from libc.stdint cimport int32_t, uint8_t, uint32_t
 from libc.stdlib cimport malloc, free
 
 from llama_cy._c cimport llama as c
@@ -31,6 +31,7 @@ from llama_cy._adapter cimport LoraAdapter
 from llama_cy._backend import available_cpus, default_n_threads
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._guard cimport init_context, last_abort
+from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 from llama_cy._sigint cimport interrupt_begin, interrupt_deliver, interrupt_end, lcy_sigint_saved
 from llama_cy._view cimport ViewOwner, array_view
@@ -140,8 +141,10 @@ cdef class LlamaContext(ViewOwner):
                   yarn_attn_factor=None, yarn_beta_fast=None, yarn_beta_slow=None,
                   yarn_orig_ctx=None, type_k=None, type_v=None, bint embeddings=False,
                   offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
-                  op_offload=None):
+                  op_offload=None, samplers=None, n_outputs_max=None, n_outputs_max_per_seq=None):
         self.ptr = NULL
+        self._samplers = {}
+        self._samplers_changed = False
         self._lock = NULL
         self._lock_owner = 0
         self._tp = NULL
@@ -200,12 +203,37 @@ cdef class LlamaContext(ViewOwner):
         p.no_perf = no_perf
         if op_offload is not None:
             p.op_offload = op_offload
+        if n_outputs_max is not None:
+            if n_outputs_max < 0:
+                raise ValueError("n_outputs_max must be >= 0 (0: n_batch)")
+            p.n_outputs_max = n_outputs_max
+        if n_outputs_max_per_seq is not None:
+            if n_outputs_max_per_seq < 0:
+                raise ValueError("n_outputs_max_per_seq must be >= 0 (0: n_outputs_max)")
+            p.n_outputs_max_per_seq = n_outputs_max_per_seq
         p.abort_callback = _abort_callback
         p.abort_callback_data = <void *>&self._abort
         self._abort = 0
 
-        with nogil:
-            self.ptr = init_context(model.ptr, p)
+        cdef c.llama_sampler_seq_config *configs = NULL
+        configs_list = []
+        if samplers:
+            from llama_cy._sampler import _backend_configs
+            configs_list = _backend_configs(samplers, n_seq_max)
+            configs = <c.llama_sampler_seq_config *>malloc(
+                len(configs_list) * sizeof(c.llama_sampler_seq_config))
+            if configs == NULL:
+                raise MemoryError()
+            for k, (seq_id, _, address) in enumerate(configs_list):
+                configs[k].seq_id = seq_id
+                configs[k].sampler = <c.llama_sampler *><size_t>address
+            p.samplers = configs
+            p.n_samplers = len(configs_list)
+        try:
+            with nogil:
+                self.ptr = init_context(model.ptr, p)
+        finally:
+            free(configs)
         if self.ptr == NULL:
             raise ContextCreationError(
                 f"failed to create a context (n_ctx={n_ctx}, n_batch={n_batch}, "
@@ -231,6 +259,9 @@ cdef class LlamaContext(ViewOwner):
         self._embeddings = embeddings
         self._n_outputs = 0
         self._loras = {}
+        for seq_id, sampler, _ in configs_list:
+            (<Handle>sampler)._acquire()  # alive while the context runs it
+            self._samplers[seq_id] = sampler
         # llama.cpp sizes the output buffer for n_seq_max rows at creation.
         self._output_capacity = self.n_seq_max
 
@@ -247,7 +278,15 @@ cdef class LlamaContext(ViewOwner):
             self.ptr = NULL
             self.model._release()
             self._release_loras()
+            self._release_samplers()
         self._free_threadpools()
+
+    cdef void _release_samplers(self) noexcept:
+        cdef Handle s
+        if self._samplers:
+            for s in self._samplers.values():
+                s._release()
+        self._samplers = {}
 
     cdef void _release_loras(self) noexcept:
         cdef LoraAdapter a
@@ -377,6 +416,11 @@ cdef class LlamaContext(ViewOwner):
                 "non-causal attention (an encoder, an embedding model, set_causal_attn(False)) "
                 "sees a batch in one micro-batch; create the context with a larger n_ubatch", -1)
         cdef int n_out = batch.batch.n_tokens if self._embeddings else batch._count_outputs()
+        if self._samplers_changed and self._n_views > 0:
+            raise LlamaError(
+                "a backend sampler was attached or removed since the last decode: llama.cpp "
+                "reallocates its output buffer under the live logits/sampled views. Drop them "
+                "(or copy them) first.")
         if n_out > self._output_capacity and self._n_views > 0:
             raise LlamaError(
                 f"this decode needs {n_out} output rows, more than the {self._output_capacity} "
@@ -403,6 +447,8 @@ cdef class LlamaContext(ViewOwner):
             self._lock_release()
         if n_out > self._output_capacity:
             self._output_capacity = n_out
+        if rc == 0:
+            self._samplers_changed = False
         self._n_outputs = n_out if rc == 0 else 0
         if self._abort == 2:
             interrupt_deliver()
@@ -452,16 +498,34 @@ cdef class LlamaContext(ViewOwner):
         self._ensure_alive()
         if self._n_outputs == 0:
             raise IndexError("no logits: decode a batch with an output flag set first")
+        if self._samplers:
+            self._check_output(i)
         cdef float *ptr = c.llama_get_logits_ith(self.ptr, i)
         if ptr == NULL:
             raise IndexError(f"batch entry {i} has no logits (set its output flag)")
         return array_view(self, ptr, b"f", sizeof(float), self.n_vocab, -1, True)
+
+    cdef int _check_output(self, int32_t i) except -1:
+        """Refuse the raw logits of a row that a backend sampler handled: llama.cpp did
+        not copy them (they are a previous decode's, or the sampler's candidates)."""
+        if (c.llama_get_sampled_token_ith(self.ptr, i) != c.LLAMA_TOKEN_NULL
+                or c.llama_get_sampled_logits_ith(self.ptr, i) != NULL
+                or c.llama_get_sampled_probs_ith(self.ptr, i) != NULL):
+            raise IndexError(
+                f"batch entry {i} was sampled on the backend, so llama.cpp kept no full "
+                "logits for it: read sampled_token(), sampled_logits() or "
+                "sampled_candidates(), or detach the sequence's sampler")
+        return 0
 
     def all_logits(self):
         """Logits of every output of the last decode: ``(n_outputs, n_vocab)`` view."""
         self._ensure_alive()
         if self._n_outputs == 0:
             raise IndexError("no logits: decode a batch with an output flag set first")
+        if self._samplers:
+            raise IndexError(
+                "all_logits() is not available while backend samplers are attached: their "
+                "rows hold no full logits (read logits(i) of the other rows)")
         cdef float *ptr = c.llama_get_logits(self.ptr)
         if ptr == NULL:
             raise IndexError("this context produced no logits")
@@ -489,6 +553,80 @@ cdef class LlamaContext(ViewOwner):
         pooling = c.llama_get_pooling_type(self.ptr)
         n = self.model.n_cls_out if pooling == c.LLAMA_POOLING_TYPE_RANK else self.n_embd
         return array_view(self, ptr, b"f", sizeof(float), max(n, 1), -1, True)
+
+    # ---- backend sampling (llama_set_sampler) ---------------------------------------
+
+    @property
+    def samplers(self):
+        """The backend sampler chains attached to this context: ``{seq_id: chain}``."""
+        self._ensure_alive()
+        return dict(self._samplers)
+
+    def set_sampler(self, int seq_id, sampler):
+        """Run ``sampler`` (a chain) inside the graph for sequence ``seq_id``; None detaches.
+
+        Each decode then samples that sequence's output rows on the backend that holds
+        the output layer: the chain's leading stages that the backend supports run
+        there, the rest on the CPU in :meth:`LlamaSampler.sample`, as llama.cpp does. A
+        chain is attached once in its life (llama.cpp sets it up once): attach
+        ``chain.clone()`` to another sequence or context. Returns llama.cpp's answer
+        (False: the context cannot offload samplers, e.g. a tensor-split model).
+        """
+        from llama_cy._sampler import _set_backend_sampler
+        return _set_backend_sampler(self, seq_id, sampler)
+
+    def sampled_token(self, int32_t i=-1):
+        """The token a backend sampler picked for batch entry ``i``, or None."""
+        self._ensure_alive()
+        if self._n_outputs == 0 or not self._samplers:
+            return None
+        cdef c.llama_token t = c.llama_get_sampled_token_ith(self.ptr, i)
+        return None if t == c.LLAMA_TOKEN_NULL else t
+
+    def sampled_probs(self, int32_t i=-1):
+        """Probabilities the backend chain computed for entry ``i``'s candidates.
+
+        A read-only float32 view, in the order of :meth:`sampled_candidates`; valid
+        until the next decode, like :meth:`logits`. IndexError if the row has none.
+        """
+        self._check_sampled()
+        cdef float *ptr = c.llama_get_sampled_probs_ith(self.ptr, i)
+        if ptr == NULL:
+            raise IndexError(f"batch entry {i} has no backend-sampled probabilities")
+        n = c.llama_get_sampled_probs_count_ith(self.ptr, i)
+        return array_view(self, ptr, b"f", sizeof(float), n, -1, True)
+
+    def sampled_logits(self, int32_t i=-1):
+        """Logits the backend chain left for entry ``i`` (its candidates', in their
+        order): a read-only float32 view valid until the next decode."""
+        self._check_sampled()
+        cdef float *ptr = c.llama_get_sampled_logits_ith(self.ptr, i)
+        if ptr == NULL:
+            raise IndexError(f"batch entry {i} has no backend-sampled logits")
+        n = c.llama_get_sampled_logits_count_ith(self.ptr, i)
+        return array_view(self, ptr, b"f", sizeof(float), n, -1, True)
+
+    def sampled_candidates(self, int32_t i=-1):
+        """Token ids the backend chain left for entry ``i`` (a top-k's survivors, say):
+        a read-only int32 view valid until the next decode, matching
+        :meth:`sampled_logits` element by element."""
+        self._check_sampled()
+        cdef uint32_t n = c.llama_get_sampled_candidates_count_ith(self.ptr, i)
+        if n == 0 and c.llama_get_sampled_logits_ith(self.ptr, i) != NULL:
+            # Logits of every token (a chain of temp, penalties...): ids are 0..n_vocab-1.
+            n = c.llama_get_sampled_logits_count_ith(self.ptr, i)
+        if n == 0:
+            raise IndexError(f"batch entry {i} has no backend-sampled candidates")
+        cdef const c.llama_token *ptr = c.llama_get_sampled_candidates_ith(self.ptr, i)
+        return array_view(self, <void *>ptr, b"i", sizeof(c.llama_token), n, -1, True)
+
+    cdef int _check_sampled(self) except -1:
+        self._ensure_alive()
+        if self._n_outputs == 0:
+            raise IndexError("no outputs: decode a batch with an output flag set first")
+        if not self._samplers:
+            raise IndexError("no backend sampler is attached: see set_sampler()")
+        return 0
 
     @property
     def pooling_type(self):

@@ -23,7 +23,15 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["driver_available", "find_libraries", "needed_majors", "prepare", "site_dirs"]
+__all__ = [
+    "driver_available",
+    "find_libraries",
+    "links_driver",
+    "needed_majors",
+    "open_driver",
+    "prepare",
+    "site_dirs",
+]
 
 _log = logging.getLogger("llama_cy")
 #: the NVIDIA driver's library, which comes with the driver and never from PyPI
@@ -113,13 +121,26 @@ def _dt_needed(path: Path) -> list[str]:
     return names
 
 
+def links_driver(plugin: Path) -> bool:
+    """Whether the ELF file ``plugin`` names the driver (:data:`DRIVER`) in DT_NEEDED:
+    linked against a stand-in with no symbols, ``--as-needed`` drops the entry and the
+    plugin fails on a GPU with ``undefined symbol: cuMemCreate``."""
+    return DRIVER in _dt_needed(plugin)
+
+
+def open_driver() -> str | None:
+    """Open the NVIDIA driver's library (:data:`DRIVER`) globally, before the plugin, so
+    that the plugin's driver calls resolve to it; why it cannot be opened, or None."""
+    try:
+        ctypes.CDLL(DRIVER, mode=getattr(os, "RTLD_GLOBAL", 0) | getattr(os, "RTLD_NOW", 0))
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
 def driver_available() -> bool:
     """Whether the NVIDIA driver's library (:data:`DRIVER`) loads."""
-    try:
-        ctypes.CDLL(DRIVER)
-    except OSError:
-        return False
-    return True
+    return open_driver() is None
 
 
 def preload(paths: Sequence[Path]) -> list[Path]:
@@ -142,10 +163,13 @@ def prepare(plugin: Path) -> list[Path]:
     """Before the CUDA plugin ``plugin`` loads: open the runtime libraries of its CUDA
     major from NVIDIA's pip packages (the ones opened), and log a clear line when the
     driver is missing."""
-    if not driver_available():
+    why = open_driver()
+    if why is not None:
         _log.warning(
-            "CUDA: the NVIDIA driver (libcuda) is not installed or not visible: the CUDA "
-            "backend is skipped and the CPU serves"
+            "CUDA: the NVIDIA driver (%s) is not installed or not visible (%s): the CUDA "
+            "backend is skipped and the CPU serves",
+            DRIVER,
+            why,
         )
         return []
     # A PE file's imports are not read here: on Windows both majors are tried.

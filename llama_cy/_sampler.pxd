@@ -24,9 +24,15 @@ cdef class LlamaSampler(Handle):
     # The vocabulary size of the samplers that index by token id (0: none does): ids
     # given to accept/allows/apply are checked against it before llama.cpp sees them.
     cdef int _n_vocab
+    # Made by chain(): the only kind llama.cpp can attach to a context as a backend sampler.
+    cdef bint _is_chain
+    # Attached to a context once: llama.cpp initialises a chain's backend state once
+    # (a second llama_set_sampler of it asserts), so it is never attached again.
+    cdef bint _backend_bound
 
     cdef int _raise_pending(self) except -1
-    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1
+    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first,
+                           const llama_token *ids=*, const float *probs=*) except -1
     cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
                              LlamaSampler grammar, bint full) except -1
     cdef int _check_token(self, llama_token token) except -1

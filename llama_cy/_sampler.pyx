@@ -151,6 +151,8 @@ cdef LlamaSampler _wrap(c.llama_sampler *ptr, list python=None, int n_vocab=0):
     s._has_grammar = False
     s._greedy_only = False
     s._n_vocab = n_vocab
+    s._is_chain = False
+    s._backend_bound = False
     return s
 
 
@@ -278,19 +280,53 @@ cdef class LlamaSampler(Handle):
 
     cdef llama_token _sample(self, LlamaContext ctx, int32_t idx, bint accept,
                              LlamaSampler grammar, bint full) except -1:
-        cdef float *logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
-        if logits == NULL:
-            raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
+        cdef const float *logits = NULL
+        cdef const float *probs = NULL
+        cdef const llama_token *ids = NULL
         cdef llama_token token
-        cdef int n_vocab = ctx.n_vocab
+        cdef int n = ctx.n_vocab
+        cdef _PythonSampler py
+        for py in self._python:
+            py.n_vocab = n
+        if ctx._n_outputs and ctx._samplers:
+            # A row that a backend chain sampled: as llama_sampler_sample, a token picked
+            # on the backend is only accepted, and a candidate list left by the chain's
+            # backend prefix is finished by the chain's CPU stages.
+            token = c.llama_get_sampled_token_ith(ctx.ptr, idx)
+            if token != c.LLAMA_TOKEN_NULL:
+                if grammar is not None or self._has_grammar:
+                    raise GrammarError(
+                        "this row's token was picked by a backend sampler, which cannot apply "
+                        "a grammar (llama.cpp turns backend sampling off for grammars)")
+                self._last_size = 0
+                if accept:
+                    _accept_checked(self.ptr, token)
+                    self._raise_pending()
+                return token
+            probs = c.llama_get_sampled_probs_ith(ctx.ptr, idx)
+            logits = c.llama_get_sampled_logits_ith(ctx.ptr, idx)
+            if logits != NULL:
+                n = c.llama_get_sampled_logits_count_ith(ctx.ptr, idx)
+                ids = c.llama_get_sampled_candidates_ith(ctx.ptr, idx)
+                if probs != NULL and c.llama_get_sampled_probs_count_ith(ctx.ptr, idx) != <uint32_t>n:
+                    probs = NULL
+            else:
+                probs = NULL
+        if logits == NULL:
+            logits = c.llama_get_logits_ith(ctx.ptr, idx) if ctx._n_outputs else NULL
+            n = ctx.n_vocab
+        if logits == NULL or n <= 0:
+            raise IndexError(f"batch entry {idx} has no logits (set its output flag and decode)")
         self._last_size = 0
         if self._greedy_only and not full:
             with nogil:
-                token = _argmax(logits, n_vocab)
+                token = _argmax(logits, n)
+                if ids != NULL:
+                    token = ids[token]
         else:
-            token = self._pick(logits, n_vocab, None)
+            token = self._pick(logits, n, None, ids, probs)
         if grammar is not None and not _grammar_allows(grammar.ptr, token):
-            token = self._pick(logits, n_vocab, grammar)
+            token = self._pick(logits, n, grammar, ids, probs)
             if not _grammar_allows(grammar.ptr, token):
                 # The grammar was applied, then a later stage (a -inf or NaN bias, a
                 # negative penalty, a Python sampler) left it no token it allows.
@@ -308,12 +344,19 @@ cdef class LlamaSampler(Handle):
             self._raise_pending()
         return token
 
-    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first) except -1:
-        """Run the chain (after ``first``, if given) over all ``n`` logits; the selected id."""
+    cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first,
+                           const llama_token *ids=NULL, const float *probs=NULL) except -1:
+        """Run the chain (after ``first``, if given) over ``n`` logits; the selected id.
+
+        ``ids`` names the token of each logit (a backend sampler's candidates; NULL: the
+        whole vocabulary in order), ``probs`` their probabilities where the backend
+        computed them.
+        """
         cdef int32_t i
         cdef _PythonSampler py
-        for py in self._python:
-            py.n_vocab = n
+        if ids == NULL:
+            for py in self._python:
+                py.n_vocab = n
         if self._cur_cap < n:
             self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
             if self._cur == NULL:
@@ -323,9 +366,9 @@ cdef class LlamaSampler(Handle):
         cdef llama_token_data_array cur_p
         with nogil:
             for i in range(n):
-                self._cur[i].id = i
+                self._cur[i].id = ids[i] if ids != NULL else i
                 self._cur[i].logit = logits[i]
-                self._cur[i].p = 0.0
+                self._cur[i].p = probs[i] if probs != NULL else 0.0
             cur_p.data = self._cur
             cur_p.size = n
             cur_p.selected = -1
@@ -445,6 +488,7 @@ cdef class LlamaSampler(Handle):
         cdef LlamaSampler result = _wrap(c.llama_sampler_clone(self.ptr), list(self._python), self._n_vocab)
         result._has_grammar = self._has_grammar
         result._greedy_only = self._greedy_only
+        result._is_chain = self._is_chain
         return result
 
     @property
@@ -491,6 +535,12 @@ cdef class LlamaSampler(Handle):
             s._ensure_alive()
         if len({id(s) for s in members}) != len(members):
             raise ValueError("the same sampler appears twice in the chain")
+        for s in members:
+            if s._backend_bound:
+                # The context still runs it in its graph: moving it would let the new
+                # chain free it under the context.
+                raise ValueError("a sampler attached to a context as a backend sampler cannot "
+                                 "move into another chain: clone() it")
         cdef int n_vocab = 0
         for s in members:
             if s._n_vocab and n_vocab and s._n_vocab != n_vocab:
@@ -510,6 +560,7 @@ cdef class LlamaSampler(Handle):
         result = _wrap(chain, python, n_vocab)
         result._has_grammar = has_grammar
         result._greedy_only = len(members) == 1 and (<LlamaSampler>members[0])._greedy_only
+        result._is_chain = True
         return result
 
     @staticmethod
@@ -735,3 +786,72 @@ cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) except -1:
     cur_p.sorted = False
     _apply_checked(smpl, &cur_p)
     return cur_p.size == 1 and one.logit != -INFINITY
+
+
+# ---- backend sampling: chains attached to a context (llama_set_sampler) -------------
+# Here rather than in _context: these need both types, and _sampler already imports
+# _context (LlamaContext calls them through a lazy import).
+
+cdef int _check_backend_chain(LlamaSampler s, int seq_id) except -1:
+    s._ensure_alive()
+    if not s._is_chain:
+        raise TypeError("a backend sampler must be a chain: LlamaSampler.chain([...])")
+    if c.llama_sampler_chain_n(s.ptr) < 1:
+        raise ValueError("a backend sampler chain needs at least one sampler")
+    if s._backend_bound:
+        raise ValueError(
+            "this chain has been attached to a context before, and llama.cpp sets a chain "
+            "up for the backend once: attach chain.clone() instead")
+    return 0
+
+
+def _backend_configs(samplers, int n_seq_max):
+    """Check ``{seq_id: chain}`` for a new context; ``[(seq_id, chain, address)]``."""
+    cdef LlamaSampler s
+    cdef int seq_id
+    if not hasattr(samplers, "items"):
+        raise TypeError("samplers must be a mapping {seq_id: LlamaSampler chain}")
+    out = []
+    seen = set()
+    for key, s in samplers.items():
+        if s is None:
+            raise TypeError(f"samplers[{key!r}] is None: leave the sequence out instead")
+        seq_id = key
+        if seq_id < 0 or seq_id >= n_seq_max:
+            raise ValueError(f"samplers: sequence id {seq_id} is outside [0, {n_seq_max})")
+        if id(s) in seen:
+            raise ValueError("samplers: one chain given for two sequences; clone() it")
+        seen.add(id(s))
+        _check_backend_chain(s, seq_id)
+        out.append((seq_id, s, <size_t>s.ptr))
+    for _, s, _ in out:
+        # llama_init_from_model sets each up on the backend, whether it then succeeds.
+        s._backend_bound = True
+    return out
+
+
+def _set_backend_sampler(LlamaContext ctx not None, int seq_id, LlamaSampler sampler):
+    """``LlamaContext.set_sampler``: attach ``sampler`` to ``seq_id`` (None: detach)."""
+    ctx._ensure_alive()
+    if seq_id < 0 or seq_id >= ctx.n_seq_max:
+        raise ValueError(f"seq_id {seq_id} is outside [0, {ctx.n_seq_max})")
+    cdef LlamaSampler old = ctx._samplers.get(seq_id)
+    if sampler is not None:
+        if sampler is old:
+            return True
+        _check_backend_chain(sampler, seq_id)
+    cdef bint ok
+    ctx._lock_acquire()
+    try:
+        ok = c.llama_set_sampler(ctx.ptr, seq_id, sampler.ptr if sampler is not None else NULL)
+    finally:
+        ctx._lock_release()
+    ctx._samplers_changed = True
+    if old is not None:
+        del ctx._samplers[seq_id]
+        old._release()
+    if sampler is not None and ok:
+        sampler._backend_bound = True
+        sampler._acquire()  # freed after the context lets go of it, whatever close() says
+        ctx._samplers[seq_id] = sampler
+    return bool(ok)

@@ -937,6 +937,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``llama-cy`` command."""
     from llama_cy.errors import LlamaError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve"]:
+        from llama_cy.server.flags import llama_server_argv
+
+        argv = ["serve", *llama_server_argv(argv[1:])]
     args = _parser().parse_args(argv)
     try:
         code: int = args.fn(args)

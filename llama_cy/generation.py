@@ -26,6 +26,7 @@ batch per step from all of them.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import time
 from collections.abc import Callable, Generator
@@ -48,7 +49,18 @@ from llama_cy.streaming import Generation
 if TYPE_CHECKING:
     from llama_cy.chat import ChatPrompt
 
-__all__ = ["Job", "Media", "Sequence", "StoppingCriteria", "common_prefix", "media_token", "run"]
+__all__ = [
+    "Job",
+    "Media",
+    "Sequence",
+    "StoppingCriteria",
+    "backend_sampling_blocker",
+    "common_prefix",
+    "media_token",
+    "run",
+]
+
+_log = logging.getLogger("llama_cy")
 
 #: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
 StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]
@@ -146,6 +158,30 @@ class Job:
     post_sampling_probs: bool = False
     #: the prompt's images and clips (their positions in ``tokens`` are stand-ins)
     media: Media | None = None
+    #: sample in the graph (llama-server's ``backend_sampling``); None: the sequence's default
+    backend_sampling: bool | None = None
+
+
+def backend_sampling_blocker(
+    job: Job, grammar: LlamaSampler | None, spec: Speculator | None
+) -> str | None:
+    """Why ``job`` cannot sample in the graph, or None. The graph keeps no full logits for
+    an attached sequence, and picks its token before any CPU stage could veto it."""
+    if grammar is not None or job.params.grammar is not None:
+        return "grammar"  # llama.cpp's common sampler says the same
+    if job.reasoning_budget is not None:
+        return "reasoning budget"
+    if job.n_logprobs is not None:
+        return "log-probabilities (n_probs: the CPU chain's candidates give them)"
+    if job.stopping_criteria:
+        return "stopping criteria (they read the full logits)"
+    if job.params.logits_processor:
+        return "logits processors (they read the full logits)"
+    if spec is not None:
+        return "speculative decoding in llama_cy (drafts are verified on the CPU chain)"
+    if job.media is not None:
+        return "media input"
+    return None
 
 
 class Sequence:
@@ -160,6 +196,7 @@ class Sequence:
 
     __slots__ = (
         "_added",
+        "backend_sampling",
         "cache",
         "chain",
         "context_shift",
@@ -195,8 +232,11 @@ class Sequence:
         context_shift: bool = False,
         n_keep: int = 0,
         spec: Speculator | None = None,
+        backend_sampling: bool = False,
     ) -> None:
         self.ctx = ctx
+        #: the default for jobs that do not say: run their chain in the graph (llama-server's -bs)
+        self.backend_sampling = backend_sampling
         self.model = ctx.model
         self.id = id
         self.n_ctx = n_ctx if n_ctx is not None else ctx.n_ctx_seq
@@ -270,9 +310,25 @@ class Sequence:
         self.n_draft = self.n_draft_accepted = 0
         self.truncated = False
         self.synth = None
+        self._attach(job, chain, grammar)
         if self.spec is not None and self.spec.synth_probs:
             seed = job.params.seed
             self.synth = random.Random(seed if seed is not None else random.getrandbits(32))
+
+    def _attach(self, job: Job, chain: LlamaSampler, grammar: LlamaSampler | None) -> None:
+        """Attach ``chain`` to this sequence of the context (backend sampling) when the job
+        asks for it and can have it, else leave none of an earlier job's attached. As
+        llama.cpp's common sampler and llama-server, the job falls back to the CPU chain
+        with a warning where the graph cannot do its sampling."""
+        want = self.backend_sampling if job.backend_sampling is None else job.backend_sampling
+        reason = backend_sampling_blocker(job, grammar, self.spec) if want else None
+        if reason is not None:
+            _log.warning("backend sampling is not compatible with %s, disabling", reason)
+        attached = self.id in self.ctx.samplers
+        if want and reason is None:
+            self.ctx.set_sampler(self.id, chain)
+        elif attached:
+            self.ctx.set_sampler(self.id, None)
 
     def release(self) -> None:
         """End the job (finished, cancelled or failed); the KV cache keeps its tokens."""

@@ -76,6 +76,12 @@ class Llama:
     :meth:`create_embedding` and, with ``pooling_type="rank"``, :meth:`rerank`).
     ``context_shift=True`` lets generation run past a full context by dropping the older
     half of it (off by default: generation stops with "length").
+    ``backend_sampling=True`` runs each call's sampler chain inside the graph, on the
+    device that holds the output layer (llama-server's ``-bs``): only the sampled token
+    (or a top-k's candidates) comes back to the host instead of the whole vocabulary's
+    logits. Stages the backend cannot run (typical, XTC, DRY, mirostat...) and calls that
+    need the full logits (grammars, logprobs, stopping criteria, logits processors,
+    drafts, media) sample on the CPU as without it, with a warning.
 
     Chat goes through llama.cpp's chat engine, as in llama-server: the model's template
     (or ``chat_template``, Jinja source; or ``chat_format``, a built-in one rendered
@@ -205,6 +211,7 @@ class Llama:
         image_max_tokens: int | None = None,
         allow_remote_media: bool = False,
         no_perf: bool = False,
+        backend_sampling: bool = False,
         verbose: bool = False,
     ) -> None:
         self._closed = False
@@ -301,7 +308,12 @@ class Llama:
         elif draft_max is not None or draft_min is not None or draft_p_min is not None:
             raise ValueError("draft_max, draft_min and draft_p_min need a draft_model")
         self._seq = KVSequence(
-            self.ctx, 0, context_shift=context_shift, n_keep=self.n_keep, spec=self._spec
+            self.ctx,
+            0,
+            context_shift=context_shift,
+            n_keep=self.n_keep,
+            spec=self._spec,
+            backend_sampling=backend_sampling,
         )
         self._embedder = Embedder(self.ctx, self._batch)
 

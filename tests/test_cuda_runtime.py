@@ -154,6 +154,75 @@ def test_a_missing_driver_is_said_and_the_cpu_serves(
     assert result.stdout.strip() == "True"
 
 
+FAKE_CUDA_H = """
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr_v2;
+#define CUDAAPI
+#define cuMemGetInfo cuMemGetInfo_v2
+CUresult CUDAAPI cuMemCreate(void *handle, unsigned long size, const void *prop, int flags);
+CUresult CUDAAPI cuMemGetInfo(unsigned long *free, unsigned long *total);
+"""
+
+PLUGIN_CODE = """
+int cuMemCreate(void *handle, unsigned long size, const void *prop, int flags);
+int plugin_probe(void) { return cuMemCreate(0, 0, 0, 0); }
+"""
+
+
+def test_the_plugin_must_name_the_driver(tmp_path: Path) -> None:
+    """A plugin linked with --as-needed against a stand-in without symbols loses
+    DT_NEEDED libcuda.so.1 (the first GPU run's failure); one linked against
+    tools/cuda_stub.py's stand-in keeps it. ``links_driver`` tells them apart, and the
+    build (tools/build_llama_cpp.py) refuses the first."""
+    root = Path(__file__).resolve().parent.parent
+    empty = shared_object(tmp_path / "empty" / "libcuda.so", "libcuda.so.1", code="\n")
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "cuda.h").write_text(FAKE_CUDA_H)
+    stub = tmp_path / "stub" / "libcuda.so"
+    made = subprocess.run(
+        [sys.executable, str(root / "tools" / "cuda_stub.py"), str(stub), str(include)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "2 driver functions" in made.stdout  # cuMemCreate and cuMemGetInfo_v2
+    for lib, linked in ((empty, False), (stub, True)):
+        plugin = shared_object(
+            lib.parent / "libggml-cuda.so",
+            "libggml-cuda.so",
+            "-Wl,--as-needed",
+            str(lib),
+            code=PLUGIN_CODE,
+        )
+        assert _cuda_runtime.links_driver(plugin) is linked, lib
+
+
+@pytest.mark.skipif(_build_config.GPU != "cuda", reason="a CUDA build's own plugin")
+def test_the_built_cuda_plugin_names_the_driver() -> None:
+    plugin = _build_config.plugin_path("cuda")
+    assert _cuda_runtime.links_driver(plugin), _cuda_runtime._dt_needed(plugin)
+    assert needed_majors(plugin)  # and the runtime major it needs
+
+
+def test_the_missing_driver_is_named_with_the_loaders_reason(tmp_path: Path) -> None:
+    """``prepare``, which ``import llama_cy`` runs before a CUDA build's plugin loads,
+    names the driver library it could not open and the loader's reason; the package
+    then runs on the CPU."""
+    code = (
+        "import logging, sys; logging.basicConfig(stream=sys.stdout)\n"
+        "from llama_cy import _cuda_runtime\n"
+        "_cuda_runtime.DRIVER = 'libcuda-not-here.so.1'\n"
+        "_cuda_runtime.prepare(_cuda_runtime.Path(sys.argv[1]))\n"
+        "import llama_cy as lc; print('devices', len(lc.devices()))\n"
+    )
+    result = run_python(code, str(tmp_path / "libggml-cuda.so"))
+    assert result.returncode == 0, result.stderr
+    assert "NVIDIA driver (libcuda-not-here.so.1) is not installed" in result.stdout
+    assert "cannot open shared object file" in result.stdout  # the loader's reason
+    assert "devices" in result.stdout
+
+
 def test_wheel_size_check(tmp_path: Path) -> None:
     """tools/check_wheel_size.py, which the CUDA wheel jobs run (100 MB, PyPI's limit)."""
     wheel = tmp_path / "llama_cy_cu12-0.1.0-cp311-cp311-manylinux_2_28_x86_64.whl"

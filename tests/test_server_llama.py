@@ -75,7 +75,10 @@ def parse(*argv: str) -> Any:
 
 def test_every_flag_of_llama_server_is_known(llama_cpp_source: Path) -> None:
     # The flags of llama-server's own argument table (common/arg.cpp) that apply to it.
-    source = (llama_cpp_source / "common" / "arg.cpp").read_text()
+    arg_cpp = llama_cpp_source / "common" / "arg.cpp"
+    if not arg_cpp.is_file():
+        pytest.skip("needs llama.cpp's common/arg.cpp (this run has only some of its tree)")
+    source = arg_cpp.read_text()
     ours = {n for f in FLAGS for n in (*f.names, *f.negative)}
     for flag in ("--ctx-size", "--cont-batching", "-nocb", "--slot-save-path", "--mmproj"):
         assert flag in source

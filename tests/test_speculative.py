@@ -19,6 +19,7 @@ import numpy as np
 import openai
 import pytest
 from child import run_python
+from offload import LOGITS_TOL, OFFLOADED
 from serving import Server
 from tiny_model import write_tiny_llama
 
@@ -483,12 +484,22 @@ def test_server_mostly_rejected_drafts(tiny_model_path: Path, tiny_draft: Path) 
     body = {"prompt": "Once upon a time", "n_predict": 40, "temperature": 0, "return_tokens": True}
     common = ["-np", "2", "-c", "512", "-t", "2", "--no-warmup"]
     with Server(tiny_model_path, *common) as plain:
-        status, _, want = plain.request("POST", "/completion", body)
+        status, _, want = plain.request("POST", "/completion", {**body, "n_probs": 2})
         assert status == 200, want
     with Server(tiny_model_path, *common, "-md", str(tiny_draft), "--spec-draft-n-max", "4") as s:
         status, _, got = s.request("POST", "/completion", body)
     assert status == 200, got
-    assert got["tokens"] == want["tokens"]
+    if OFFLOADED and got["tokens"] != want["tokens"]:
+        # A GPU rounds a verification batch of 5 rows otherwise than one row (llama-server
+        # too): the two may part only where the plain run's best two were a near tie.
+        i = next(
+            i for i, (a, b) in enumerate(zip(got["tokens"], want["tokens"], strict=False)) if a != b
+        )
+        top = want["completion_probabilities"][i]["top_logprobs"]
+        assert got["tokens"][i] == top[1]["id"], (i, top)
+        assert top[0]["logprob"] - top[1]["logprob"] < LOGITS_TOL, (i, top)
+    else:
+        assert got["tokens"] == want["tokens"]
     t = got["timings"]
     assert t["draft_n"] > 40
     assert t["draft_n_accepted"] < t["draft_n"] // 4

@@ -17,6 +17,7 @@ nothing downstream relinks for nothing.
 from __future__ import annotations
 
 import filecmp
+import importlib.util
 import os
 import shlex
 import shutil
@@ -68,6 +69,17 @@ def _is_plugin(name: str) -> bool:
     return target.startswith("ggml-") and target != "ggml-base"
 
 
+def _links_driver(plugin: Path) -> bool:
+    """llama_cy._cuda_runtime.links_driver, loaded from the source tree (not installed yet)."""
+    path = Path(__file__).resolve().parent.parent / "llama_cy" / "_cuda_runtime.py"
+    spec = importlib.util.spec_from_file_location("_llama_cy_cuda_runtime", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return bool(module.links_driver(plugin))
+
+
 def main() -> None:
     sep = sys.argv.index("--")
     source, build, outdir = map(Path, sys.argv[1:4])
@@ -95,6 +107,14 @@ def main() -> None:
         # meson.build lists the plugins by hand; fail loudly instead of shipping a partial set.
         sys.exit(
             f"backend plugins built {sorted(built_plugins)}, meson.build expects {sorted(expected)}"
+        )
+    cuda = bin_dir / "libggml-cuda.so"
+    if "libggml-cuda.so" in outputs and not _links_driver(cuda):
+        sys.exit(
+            f"{cuda} does not name libcuda.so.1 in DT_NEEDED: it was linked against a libcuda "
+            "stand-in without the driver's symbols (--as-needed dropped it), and would fail "
+            "on a GPU with 'undefined symbol: cuMemCreate'. Link NVIDIA's stubs/libcuda.so "
+            "or one from tools/cuda_stub.py (-DCUDA_cuda_driver_LIBRARY=...)."
         )
     for name in outputs:
         src, dst = (bin_dir / name).resolve(), outdir / name

@@ -184,6 +184,7 @@ class Server:
             warmup=settings.warmup,
             loras=self.loras,
             speculative=speculative,
+            backend_sampling=settings.backend_sampling,
             **context,
         )
 
@@ -439,9 +440,19 @@ class Server:
         # llama-server's stream extras, asked per request
         per_token = bool(body.get("timings_per_token"))
         progress = bool(body.get("return_progress")) and bool(body.get("stream"))
-        if per_token or progress:
+        # llama-server's per-request backend_sampling (its default: -bs)
+        backend = body.get("backend_sampling")
+        if per_token or progress or backend is not None:
             jobs = [
-                (dataclasses.replace(job, timings_per_token=per_token, progress=progress), sh)
+                (
+                    dataclasses.replace(
+                        job,
+                        timings_per_token=per_token,
+                        progress=progress,
+                        backend_sampling=backend,
+                    ),
+                    sh,
+                )
                 for job, sh in jobs
             ]
         tasks: list[Task] = []

@@ -78,7 +78,8 @@ class Engine:
     :class:`QueueFullError`). ``context_shift`` lets a slot that fills its context go on
     by dropping half of what follows its first ``n_keep`` tokens. ``speculative`` holds
     :class:`~llama_cy.Speculator` keywords (``types``, ``draft_model``, ``n_max``, ...):
-    speculative decoding for every slot.
+    speculative decoding for every slot. ``backend_sampling`` samples the jobs that do
+    not say otherwise inside the graph (llama-server's ``-bs``).
     """
 
     def __init__(
@@ -95,6 +96,7 @@ class Engine:
         warmup: bool = False,
         loras: Sequence_[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,
+        backend_sampling: bool = False,
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -133,6 +135,7 @@ class Engine:
                 context_shift=context_shift,
                 n_keep=keep,
                 spec=self.spec,
+                backend_sampling=backend_sampling,
             )
             for i in range(ctx.n_seq_max)
         ]

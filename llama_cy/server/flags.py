@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from llama_cy.settings import SAMPLING_SETTINGS
 
-__all__ = ["FLAGS", "Flag", "add_flags", "check_flags", "flag_table"]
+__all__ = ["FLAGS", "Flag", "add_flags", "check_flags", "flag_table", "llama_server_argv"]
 
 Status = Literal["used", "inert", "refused"]
 USED: Status = "used"
@@ -288,8 +288,9 @@ FLAGS: tuple[Flag, ...] = (
     _refused("--grammar-file", "grammar_file", "FNAME", _LATER),
     _refused("-j --json-schema", "json_schema", "SCHEMA", _LATER),
     _refused("-jf --json-schema-file", "json_schema_file", "FILE", _LATER),
-    _refused("-bs --backend-sampling", "backend_sampling", None,
-             "backend sampling is not built here", env="LLAMA_ARG_BACKEND_SAMPLING"),
+    _f("-bs --backend-sampling", "backend_sampling", None, env="LLAMA_ARG_BACKEND_SAMPLING",
+       help="sample in the graph, on the output layer's device (default: disabled; a request's "
+            "backend_sampling overrides it)"),
     # ---- speculative params ----
     _refused("--spec-draft-hf -hfd -hfrd --hf-repo-draft", "hf_repo_draft", "REPO", _DOWNLOAD),
     _f("--spec-draft-threads -td --threads-draft", "threads_draft", "N", type=int,
@@ -655,10 +656,22 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
             )
 
 
+def llama_server_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` as llama-server reads it: in a ``--`` flag, ``_`` means ``-``
+    (``--backend_sampling`` is ``--backend-sampling``; common/arg.cpp)."""
+    out = []
+    for a in argv:
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            a = name.replace("_", "-") + eq + value
+        out.append(a)
+    return out
+
+
 def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Stop with a message naming the first refused flag given (on the command line or
     through its environment variable), or a refused value of a used one."""
-    given = {a.split("=", 1)[0] for a in argv if a.startswith("-")}
+    given = {a.split("=", 1)[0] for a in llama_server_argv(argv) if a.startswith("-")}
     for flag in FLAGS:
         if flag.status != REFUSED:
             continue
@@ -940,6 +953,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> Any:
         max_queue=args.queue_size,
         rpc=args.rpc,
         context_shift=args.context_shift,
+        backend_sampling=args.backend_sampling,
         keep=args.keep,
         warmup=args.warmup,
         verbose=args.verbose,

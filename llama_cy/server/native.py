@@ -249,6 +249,7 @@ def props_dict(server: Server) -> dict[str, Any]:
     params: dict[str, Any] = {
         "n_predict": server.settings.n_predict,
         "seed": server.settings.seed,
+        "backend_sampling": server.settings.backend_sampling,
     }
     for s in SAMPLING_SETTINGS:
         value = getattr(sampling, s.name)
@@ -381,6 +382,11 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
         "stream": bool(body.get("stream")),
         "n_probs": job.n_logprobs or 0,
         "post_sampling_probs": job.post_sampling_probs,
+        "backend_sampling": (
+            bool(body["backend_sampling"])
+            if body.get("backend_sampling") is not None
+            else server.settings.backend_sampling
+        ),
         "stop": list(job.stop),
         "ignore_eos": bool(body.get("ignore_eos")),
         "n_keep": server.settings.keep,
@@ -422,6 +428,7 @@ class NativeShaper(Shaper):
         self.return_tokens = bool(body.get("return_tokens"))
         self.per_token = bool(body.get("timings_per_token"))
         self.streaming = bool(body.get("stream"))
+        self.backend_sampling = body.get("backend_sampling")
         self.fields = body.get("response_fields") or []
         self.slot = -1
         self._n = 0
@@ -493,7 +500,9 @@ class NativeShaper(Shaper):
             "tokens_predicted": self._n,
             "tokens_evaluated": n_prompt,
             "generation_settings": generation_settings(
-                self.server, self.job, {"stream": self.streaming}
+                self.server,
+                self.job,
+                {"stream": self.streaming, "backend_sampling": self.backend_sampling},
             ),
             "prompt": (
                 model.detokenize(self.job.tokens, unparse_special=True)

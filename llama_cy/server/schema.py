@@ -69,6 +69,7 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     "ignore_eos": _BOOL + _NULL,
     "timings_per_token": _BOOL + _NULL,
     "return_progress": _BOOL + _NULL,
+    "backend_sampling": _BOOL + _NULL,
     "lora": _LIST + _NULL,
 }
 
@@ -81,7 +82,6 @@ UNSUPPORTED: dict[str, Any] = {
     "t_max_prompt_ms": -1,
     "t_max_predict_ms": -1,
     "min_keep": 0,
-    "backend_sampling": False,
     "post_sampling_probs": False,
     "adaptive_target": -1.0,
     "samplers": None,

@@ -74,6 +74,7 @@ class ServerSettings:
     max_queue: int = 256
     rpc: str | None = None
     context_shift: bool = False
+    backend_sampling: bool = False  #: -bs: requests sample in the graph unless they say
     keep: int = 0
     warmup: bool = True
     verbose: bool = False

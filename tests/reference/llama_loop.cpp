@@ -10,6 +10,7 @@
 //   llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N
 //              [--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] [--warmup]
 //              [--sampler greedy | --sampler dist [--seed S] [--top-k K] [--temp X]]
+//              [--backend-sampling]   (the chain runs in the graph: llama_set_sampler)
 //
 // Output: one JSON object on stdout; errors go to stderr with a non-zero exit status
 // (2 for a bad command line, 1 for a failure at run time).
@@ -42,6 +43,7 @@ struct Options {
     int ngl = 0;
     int n_seq = 1;
     bool verbose = false;
+    bool backend_sampling = false;  // attach the chain to sequence 0 (llama_set_sampler)
     bool warmup = false;  // decode the prompt once untimed first (as llama.cpp's tools warm up)
     std::string sampler = "greedy";
     uint32_t seed = 0;  // fixed by default: LLAMA_DEFAULT_SEED would pick a random one
@@ -54,7 +56,8 @@ struct Options {
     std::fprintf(stderr,
                  "usage: llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N "
                  "[--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] "
-                 "[--sampler greedy | --sampler dist --seed S --top-k K --temp X]\n");
+                 "[--sampler greedy | --sampler dist --seed S --top-k K --temp X] "
+                 "[--backend-sampling]\n");
     std::exit(2);
 }
 
@@ -84,6 +87,10 @@ Options parse_args(int argc, char ** argv) {
         const std::string flag = argv[i];
         if (flag == "--verbose") {
             o.verbose = true;
+            continue;
+        }
+        if (flag == "--backend-sampling") {
+            o.backend_sampling = true;
             continue;
         }
         if (flag == "--warmup") {
@@ -322,6 +329,10 @@ int run(const Options & o) {
         llama_sampler_chain_add(smpl.get(), llama_sampler_init_dist(o.seed));
     }
 
+    if (o.backend_sampling && !llama_set_sampler(ctx.get(), 0, smpl.get())) {
+        return fail("llama_set_sampler refused the chain");
+    }
+
     if (o.warmup) {
         if (llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), need)) != 0) {
             return fail("llama_decode failed on the warm-up");
@@ -360,6 +371,9 @@ int run(const Options & o) {
         }
     }
     const double gen_ms = ms_since(t_gen);
+    if (o.backend_sampling) {
+        llama_set_sampler(ctx.get(), 0, nullptr);  // the chain is freed before the context
+    }
 
     // Detokenized outside the timed loop: the benchmark measures generation, not text.
     for (llama_token tok : out) {

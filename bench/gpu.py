@@ -1,0 +1,274 @@
+"""llama_cy on a GPU against llama.cpp's own programs on the same build, side by side.
+
+usage: python bench/gpu.py OUT_DIR [--rounds 3] [--work DIR] [--dry-run]
+
+Every layer offloaded (``n_gpu_layers=-1``; ``-ngl 99`` for the C++ programs), rounds
+alternated A B A B, medians compared. Three generated models: an overhead-bound tiny
+llama, a ~0.85 B Q4_0 llama and a tiny llama with Gemma's 262,144-token vocabulary
+(the heaviest per-token logits copy). llama-bench and llama-batched-bench are looked for
+in ``$LCY_BIN`` (built from the package's CMake tree, tools/gpu_check.sh); rows whose
+program is missing are recorded as skipped. ``--dry-run`` runs every row on small
+models and few tokens wherever the package runs (the CPU in CI), so the script cannot
+rot; its figures mean nothing.
+
+Writes OUT_DIR/gpu.json and OUT_DIR/gpu.md; the models go to --work (OUT_DIR/models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cy as lc
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+import cases  # noqa: E402
+from reference_loop import build_reference  # noqa: E402
+from tiny_model import write_tiny_llama  # noqa: E402
+
+PROMPT = "The history of the printing press begins"
+TOP_K = ["--sampler", "dist", "--seed", "1", "--top-k", "40", "--temp", "0.8"]
+
+
+class Bench:
+    def __init__(self, out: Path, work: Path, rounds: int, dry: bool) -> None:
+        self.out, self.work, self.rounds, self.dry = out, work, rounds, dry
+        self.bin = Path(os.environ["LCY_BIN"]) if os.environ.get("LCY_BIN") else None
+        self.threads = 2 if dry else 4
+        self.reference = Path()  # the C++ loop, compiled in run()
+        self.results: dict[str, Any] = {
+            "date": datetime.date.today().isoformat(),
+            "dry_run": dry,
+            "devices": [str(d) for d in lc.devices()],
+            "system_info": lc.system_info(),
+            "python": platform.python_version(),
+            "llama_cpp": lc.LLAMA_CPP_BUILD,
+            "rows": [],
+            "llama_bench_tg128": {},
+        }
+
+    def save(self) -> None:
+        (self.out / "gpu.json").write_text(json.dumps(self.results, indent=1))
+
+    def row(
+        self, name: str, ours: Callable[[], float], theirs: Callable[[], float], ref: str
+    ) -> None:
+        """Alternate ``ours`` and ``theirs`` (after one warm-up each); record the medians."""
+        a: list[float] = []
+        b: list[float] = []
+        entry: dict[str, Any] = {"name": name, "reference": ref, "ours": a, "theirs": b}
+        try:
+            ours()
+            theirs()
+            for _ in range(self.rounds):
+                a.append(ours())
+                b.append(theirs())
+            entry["ratio"] = statistics.median(a) / statistics.median(b)
+        except Exception as exc:  # recorded, and the next row runs
+            entry["error"] = repr(exc)[-1500:]
+        print(
+            json.dumps(
+                {k: v for k, v in entry.items() if k != "error"}
+                | ({"error": entry["error"][-300:]} if "error" in entry else {})
+            ),
+            flush=True,
+        )
+        self.results["rows"].append(entry)
+        self.save()
+
+    def program(self, name: str) -> Path:
+        path = self.bin / name if self.bin is not None else None
+        if path is None or not path.is_file():
+            raise FileNotFoundError(f"{name} is not built (set LCY_BIN): row skipped")
+        return path
+
+    def llama_bench(self, model: Path, args: list[str]) -> float:
+        cmd = [str(self.program("llama-bench")), "-m", str(model), "-ngl", "99", "-r", "3"]
+        r = subprocess.run([*cmd, "-o", "json", *args], capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(r.stderr[-2000:])
+        return float(json.loads(r.stdout)[0]["avg_ts"])
+
+    def loop(self, model: Path, n: int, extra: Sequence[str] = ()) -> dict[str, Any]:
+        cmd = [
+            str(self.reference), "--lib-dir", lc.get_lib_dir(), "--model", str(model),
+            "--prompt", PROMPT, "--n-predict", str(n), "--threads", str(self.threads),
+            "--ctx", "2048", "--ngl", "99", *extra,
+        ]  # fmt: skip
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(r.stderr[-2000:])
+        result: dict[str, Any] = json.loads(r.stdout)
+        return result
+
+    def models(self, work: Path) -> dict[str, Path]:
+        tiny = write_tiny_llama(work / "tiny.gguf")
+        if self.dry:
+            big = write_tiny_llama(work / "tiny-qwen2.gguf", vocab="qwen2")
+            return {"tiny llama (n_embd 64)": tiny, "tiny llama, vocab 152k (dry run)": big}
+        big = write_tiny_llama(
+            work / "tiny-262k.gguf", vocab="gemma-4", n_embd=256, n_layer=4, n_ff=512
+        )
+        f32 = write_tiny_llama(
+            work / "mid-f32.gguf", n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, n_ff=5632
+        )
+        mid = work / "mid-q4_0.gguf"
+        from llama_cy._quantize import quantize
+
+        quantize(f32, mid, "Q4_0", n_threads=os.cpu_count() or 4)
+        f32.unlink()
+        return {
+            "tiny llama (n_embd 64, vocab 32k)": tiny,
+            "llama 0.85B Q4_0 (n_embd 2048, 16 layers)": mid,
+            "tiny llama, vocab 262k (n_embd 256)": big,
+        }
+
+    def run(self) -> None:
+        work = self.work
+        work.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        models = self.models(work)
+        self.results["prep_s"] = time.perf_counter() - t0
+        self.reference = build_reference(work / "loop")
+        n = 16 if self.dry else 128
+        th = self.threads
+        for name, path in models.items():
+            model = lc.LlamaModel.load(path, n_gpu_layers=-1)
+
+            def greedy(model: lc.LlamaModel = model) -> float:
+                return float(cases.greedy(model, PROMPT, n, th, 2048)["tokens_per_s"])
+
+            def greedy_bs(model: lc.LlamaModel = model) -> float:
+                return float(cases.backend_greedy(model, PROMPT, n, th, 2048)["tokens_per_s"])
+
+            def top_k(model: lc.LlamaModel = model) -> float:
+                return float(cases.numpy_sampling(model, PROMPT, n, th, 2048, 1)["tokens_per_s"])
+
+            def top_k_bs(model: lc.LlamaModel = model) -> float:
+                r = cases.backend_top_k_numpy(model, PROMPT, n, th, 2048, 1)
+                return float(r["tokens_per_s"])
+
+            def dist_bs(model: lc.LlamaModel = model) -> float:
+                return float(cases.backend_dist(model, PROMPT, n, th, 2048, 1)["tokens_per_s"])
+
+            def cpp(extra: list[str], path: Path = path) -> Callable[[], float]:
+                return lambda: float(self.loop(path, n, extra)["tokens_per_s"])
+
+            def tg128(path: Path = path) -> float:
+                return self.llama_bench(path, ["-p", "0", "-n", "128", "-t", str(th)])
+
+            c_loop = "C++ loop (llama_loop.cpp, same libraries)"
+            self.row(f"greedy, Python loop over logits | {name}", greedy, cpp([]), c_loop)
+            self.row(f"greedy, backend sampling | {name}", greedy_bs, cpp([]), c_loop)
+            self.row(
+                f"greedy, backend sampling | {name}",
+                greedy_bs,
+                cpp(["--backend-sampling"]),
+                "C++ loop, backend sampling",
+            )
+            self.row(
+                f"greedy, Python loop over logits | {name}", greedy, tg128, "llama-bench tg128"
+            )
+            self.row(f"greedy, backend sampling | {name}", greedy_bs, tg128, "llama-bench tg128")
+            chain = "C++ loop, llama.cpp top-k/temp/dist chain on the CPU"
+            self.row(f"top-k 40, NumPy over all logits | {name}", top_k, cpp(TOP_K), chain)
+            self.row(
+                f"top-k 40, NumPy over GPU top-k candidates | {name}", top_k_bs, cpp(TOP_K), chain
+            )
+            self.row(
+                f"top-k/temp/dist chain, backend sampling | {name}", dist_bs, cpp(TOP_K), chain
+            )
+            self.row(
+                f"top-k/temp/dist chain, backend sampling | {name}",
+                dist_bs,
+                cpp([*TOP_K, "--backend-sampling"]),
+                "C++ loop, the same chain with backend sampling",
+            )
+
+            def pp(model: lc.LlamaModel = model) -> float:
+                return cases.prompt_processing(model, 512, th)
+
+            def pp_ref(path: Path = path) -> float:
+                return self.llama_bench(path, ["-p", "512", "-n", "0", "-t", str(th)])
+
+            self.row(f"pp512 | {name}", pp, pp_ref, "llama-bench pp512")
+            model.close()
+        mid = list(models.values())[1 if not self.dry else 0]
+        mid_name = list(models)[1 if not self.dry else 0]
+        model = lc.LlamaModel.load(mid, n_gpu_layers=-1)
+        pp_b, tg_b = (16, 16) if self.dry else (128, 128)
+
+        def ours_b() -> float:
+            return cases.batched(model, 8, pp_b, tg_b, th)
+
+        def theirs_b() -> float:
+            cmd = [
+                str(self.program("llama-batched-bench")), "-m", str(mid), "-ngl", "99",
+                "-c", "2048", "-b", "512", "-ub", "512", "-npp", str(pp_b), "-ntg", str(tg_b),
+                "-npl", "8", "-t", str(th), "--output-format", "jsonl",
+            ]  # fmt: skip
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                raise RuntimeError(r.stderr[-1500:])
+            line = [x for x in r.stdout.splitlines() if x.startswith("{")][-1]
+            return float(json.loads(line)["speed_tg"])
+
+        self.row(f"batched, 8 sequences, tg | {mid_name}", ours_b, theirs_b, "llama-batched-bench")
+        model.close()
+        self.results["total_s"] = time.perf_counter() - t0
+        self.save()
+        (self.out / "gpu.md").write_text(markdown(self.results))
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The results as a table: one row per comparison, medians and their ratio."""
+    lines = [
+        f"# GPU bench, {r['date']}{' (DRY RUN: figures mean nothing)' if r['dry_run'] else ''}",
+        "",
+        f"- devices: {', '.join(r['devices'])}",
+        f"- llama.cpp {r['llama_cpp']}, Python {r['python']}; command: `tools/gpu_check.sh run`",
+        f"- rounds alternated, medians; every layer offloaded; model preparation "
+        f"{r.get('prep_s', 0):.0f} s, whole bench {r.get('total_s', 0):.0f} s",
+        "",
+        "| comparison | model | reference | llama_cy | reference | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in r["rows"]:
+        if "error" in row:
+            error = row["error"][:160].replace("|", "/")
+            lines.append(f"| {row['name']} | {row['reference']} | — | — | {error} |")
+            continue
+        a, b = statistics.median(row["ours"]), statistics.median(row["theirs"])
+        lines.append(
+            f"| {row['name']} | {row['reference']} | {a:.1f} tok/s | {b:.1f} tok/s "
+            f"| **{row['ratio']:.3f}** |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", type=Path, help="where the generated models go")
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.dry_run:
+        args.rounds = 1
+    Bench(args.out, args.work or args.out / "models", args.rounds, args.dry_run).run()
+
+
+if __name__ == "__main__":
+    main()

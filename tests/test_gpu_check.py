@@ -1,0 +1,47 @@
+"""The device check (tools/gpu_check.sh) runs its steps here on small sizes, so that the
+script a lent GPU runs in one short call cannot rot between loans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from offload import timeout
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_device_check_dry_run(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable}
+    env.pop("LCY_BIN", None)  # llama-bench is not built here: its rows say so
+    result = subprocess.run(
+        ["bash", str(ROOT / "tools" / "gpu_check.sh"), "dry-run", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout(900),
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    report = json.loads((tmp_path / "bench" / "gpu.json").read_text())
+    assert report["dry_run"] is True
+    rows = report["rows"]
+    assert len(rows) == 2 * 10 + 1  # ten comparisons a model, and the batched one
+    for row in rows:
+        if "error" in row:  # only the rows against llama.cpp's programs, not built here
+            assert "is not built" in row["error"], row
+            assert "llama-bench" in row["reference"] or "batched" in row["reference"], row
+        else:
+            assert row["ratio"] > 0, row
+            assert all(x > 0 for x in row["ours"] + row["theirs"]), row
+    ran = {row["name"].split(" | ")[0] for row in rows if "error" not in row}
+    assert {
+        "greedy, backend sampling",
+        "top-k 40, NumPy over GPU top-k candidates",
+        "top-k/temp/dist chain, backend sampling",
+    } <= ran
+    table = (tmp_path / "bench" / "gpu.md").read_text()
+    assert "DRY RUN" in table
+    assert table.count("\n| ") == len(rows) + 1  # the header and a line a row
