@@ -86,6 +86,14 @@ def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) 
     return _generate(model, prompt, n, threads, n_ctx, lambda logits: int(np.argmax(logits)))
 
 
+def draw(logits: npt.NDArray[np.float32], rng: np.random.Generator) -> int:
+    """An index drawn from softmax(logits / 0.8): one uniform number against the running
+    sum, as llama.cpp's dist does (Generator.choice with p= costs ~20 us a call)."""
+    p = np.exp((logits - logits.max()) / 0.8)
+    c = np.cumsum(p)
+    return int(np.searchsorted(c, rng.random() * c[-1], side="right"))
+
+
 def numpy_sampling(
     model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
 ) -> dict[str, Any]:
@@ -94,9 +102,7 @@ def numpy_sampling(
 
     def pick(logits: npt.NDArray[np.float32]) -> int:
         top = np.argpartition(logits, -40)[-40:]
-        z = logits[top] / 0.8
-        p = np.exp(z - z.max())
-        return int(top[rng.choice(40, p=p / p.sum())])
+        return int(top[draw(logits[top], rng)])
 
     return _generate(model, prompt, n, threads, n_ctx, pick)
 
@@ -125,10 +131,7 @@ def backend_top_k_numpy(
     chain = lc.LlamaSampler.chain([lc.LlamaSampler.top_k(40)])
 
     def read(ctx: lc.LlamaContext) -> int:
-        ids, logits = ctx.sampled_candidates(-1), ctx.sampled_logits(-1)
-        z = logits / 0.8
-        p = np.exp(z - z.max())
-        return int(ids[rng.choice(len(ids), p=p / p.sum())])
+        return int(ctx.sampled_candidates(-1)[draw(ctx.sampled_logits(-1), rng)])
 
     return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
 

@@ -175,6 +175,7 @@ def test_the_plugin_must_name_the_driver(tmp_path: Path) -> None:
     tools/cuda_stub.py's stand-in keeps it. ``links_driver`` tells them apart, and the
     build (tools/build_llama_cpp.py) refuses the first."""
     root = Path(__file__).resolve().parent.parent
+    (tmp_path / "empty").mkdir()
     empty = shared_object(tmp_path / "empty" / "libcuda.so", "libcuda.so.1", code="\n")
     include = tmp_path / "include"
     include.mkdir()
