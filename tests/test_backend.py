@@ -103,3 +103,12 @@ def test_llama_cpp_log_reaches_python_logging(
 
 def test_log_is_quiet_below_warning_by_default() -> None:
     assert logging.getLogger("llama_cy").getEffectiveLevel() == logging.WARNING
+
+
+def test_amx_is_compiled_out() -> None:
+    """llama.cpp b11434's AMX matmul segfaults on Q4_K models (its issue #20824; Gemma
+    here, on a Sapphire Rapids machine, llama.cpp's own loop as well): the CPU plugins
+    are built without AMX and the AVX512 kernels serve those CPUs."""
+    info = llama_cy.system_info()
+    assert "AMX_INT8 = 1" not in info
+    assert "AMX_TILE = 1" not in info
