@@ -7,7 +7,7 @@ llama.cpp runs them on the CPU backend too, so these run in every build; offload
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +48,7 @@ def generate(
 
 
 @pytest.fixture(scope="module")
-def model(tiny_model_path: Path) -> lc.LlamaModel:
+def model(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
     m = lc.LlamaModel.load(tiny_model_path)
     yield m
     m.close()
@@ -332,9 +332,8 @@ print(g.name, two.name)
 def test_llama_backend_sampling_gives_the_cpu_tokens(
     tiny_model_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    kw = {"n_ctx": 256, "n_threads": 2, "seed": 11}
-    plain = lc.Llama(tiny_model_path, **kw)
-    bs = lc.Llama(tiny_model_path, backend_sampling=True, **kw)
+    plain = lc.Llama(tiny_model_path, n_ctx=256, n_threads=2, seed=11)
+    bs = lc.Llama(tiny_model_path, n_ctx=256, n_threads=2, seed=11, backend_sampling=True)
     try:
         for params in ({"temperature": 0}, {"temperature": 0.8, "top_k": 40, "top_p": 0.95}):
             want = plain.complete(PROMPT, max_tokens=16, **params)
@@ -343,10 +342,10 @@ def test_llama_backend_sampling_gives_the_cpu_tokens(
             assert bs.ctx.samplers  # the call's chain ran in the graph
         # logprobs need the full logits: that call samples on the CPU, with a warning
         with caplog.at_level(logging.WARNING, logger="llama_cy"):
-            got = bs.create_completion(PROMPT, max_tokens=4, temperature=0, logprobs=2)
+            reply = bs.create_completion(PROMPT, max_tokens=4, temperature=0, logprobs=2)
         assert "backend sampling is not compatible with log-probabilities" in caplog.text
-        want = plain.create_completion(PROMPT, max_tokens=4, temperature=0, logprobs=2)
-        assert got["choices"][0]["text"] == want["choices"][0]["text"]
+        plain_reply = plain.create_completion(PROMPT, max_tokens=4, temperature=0, logprobs=2)
+        assert reply["choices"][0]["text"] == plain_reply["choices"][0]["text"]
         assert not bs.ctx.samplers
     finally:
         plain.close()

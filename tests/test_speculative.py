@@ -36,7 +36,10 @@ SENTENCE = (
     "The library opens at nine in the morning and closes at six in the evening, "
     "and members may borrow five books at a time. "
 )
-COPY = "Repeat this sentence again and again.\n" + SENTENCE * 4
+# Ending on the copy's first word: without it the first token was a near tie ("1." or a
+# blank line, 0.04 nat apart), which AVX512 kernels flip with the batch's shape (a cached
+# prompt's last token decoded alone). With it the closest call in 64 greedy steps is 1.5 nat.
+COPY = "Repeat this sentence again and again.\n" + SENTENCE * 4 + "The"
 N = 64
 
 
