@@ -44,7 +44,7 @@ prepare() {
   done
   strip "$PACK"/bin/* 2>/dev/null || true
   (cd subprojects/llama.cpp && tar cJf "$PACK/llama.cpp-files.tar.xz" include ggml/include \
-    common/arg.cpp models/templates/Qwen3.5-4B.jinja tools/mtmd/test-1.jpeg tools/mtmd/test-2.mp3 \
+    common/arg.cpp models/templates tools/mtmd/test-1.jpeg tools/mtmd/test-2.mp3 \
     models/ggml-vocab-llama-spm.gguf models/ggml-vocab-bert-bge.gguf \
     models/ggml-vocab-qwen2.gguf models/ggml-vocab-gemma-4.gguf)
   du -ah "$PACK" | sort -h | tail -8
@@ -95,7 +95,8 @@ print(gpu.markdown(json.load(open('$OUT/bench/gpu.json'))))" > "$OUT/bench/gpu.m
     cp "$OUT/bench/gpu.json" "$OUT/$(date +%F)-gpu-$CARD.json"
   fi
   # What time is left: a part of the suite that runs in it (FILES=tests: all of it).
-  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-100}" $PY -m pytest -q -ra --junitxml="$OUT/junit.xml" \
+  # -v: a run cut by its time limit still names each test's outcome.
+  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-100}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
     ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
     tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
   [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
