@@ -54,6 +54,7 @@ cdef class LlamaContext(ViewOwner):
     cdef void _release_samplers(self) noexcept
     cdef int _check_output(self, int32_t i) except -1
     cdef int _check_sampled(self) except -1
+    cdef object _sampled_floats(self, int32_t i, bint probs)
 
 
 # A thread count checked against ggml's limits and capped at the CPUs this process may use

@@ -589,21 +589,26 @@ cdef class LlamaContext(ViewOwner):
         A read-only float32 view, in the order of :meth:`sampled_candidates`; valid
         until the next decode, like :meth:`logits`. IndexError if the row has none.
         """
-        self._check_sampled()
-        cdef float *ptr = c.llama_get_sampled_probs_ith(self.ptr, i)
-        if ptr == NULL:
-            raise IndexError(f"batch entry {i} has no backend-sampled probabilities")
-        n = c.llama_get_sampled_probs_count_ith(self.ptr, i)
-        return array_view(self, ptr, b"f", sizeof(float), n, -1, True)
+        return self._sampled_floats(i, True)
 
     def sampled_logits(self, int32_t i=-1):
         """Logits the backend chain left for entry ``i`` (its candidates', in their
         order): a read-only float32 view valid until the next decode."""
+        return self._sampled_floats(i, False)
+
+    cdef object _sampled_floats(self, int32_t i, bint probs):
         self._check_sampled()
-        cdef float *ptr = c.llama_get_sampled_logits_ith(self.ptr, i)
-        if ptr == NULL:
-            raise IndexError(f"batch entry {i} has no backend-sampled logits")
-        n = c.llama_get_sampled_logits_count_ith(self.ptr, i)
+        cdef float *ptr
+        cdef uint32_t n
+        if probs:
+            ptr = c.llama_get_sampled_probs_ith(self.ptr, i)
+            n = c.llama_get_sampled_probs_count_ith(self.ptr, i)
+        else:
+            ptr = c.llama_get_sampled_logits_ith(self.ptr, i)
+            n = c.llama_get_sampled_logits_count_ith(self.ptr, i)
+        if ptr == NULL or n == 0:
+            what = "probabilities" if probs else "logits"
+            raise IndexError(f"batch entry {i} has no backend-sampled {what}")
         return array_view(self, ptr, b"f", sizeof(float), n, -1, True)
 
     def sampled_candidates(self, int32_t i=-1):
