@@ -6,7 +6,7 @@
 #
 # Needs Debian's glslc, libvulkan-dev, spirv-headers and mesa-vulkan-drivers, and Vulkan
 # headers with VK_EXT_layer_settings (Debian 13's; on Debian 12 unpack them and name the
-# folder in VULKAN_INCLUDE, as the README says).
+# folder in VULKAN_INCLUDE, as docs/gpu-and-wheels.md says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-build/vulkan-venv}
