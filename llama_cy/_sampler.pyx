@@ -347,16 +347,13 @@ cdef class LlamaSampler(Handle):
     cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first,
                            const llama_token *ids=NULL, const float *probs=NULL) except -1:
         """Run the chain (after ``first``, if given) over ``n`` logits; the selected id.
+        The caller (``_sample``) has told the Python samplers the vocabulary's size.
 
         ``ids`` names the token of each logit (a backend sampler's candidates; NULL: the
         whole vocabulary in order), ``probs`` their probabilities where the backend
         computed them.
         """
         cdef int32_t i
-        cdef _PythonSampler py
-        if ids == NULL:
-            for py in self._python:
-                py.n_vocab = n
         if self._cur_cap < n:
             self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
             if self._cur == NULL:

@@ -7,12 +7,12 @@ llama.cpp runs them on the CPU backend too, so these run in every build; offload
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from offload import LOGITS_TOL, OFFLOADED
+from offload import LOGITS_TOL
 from serving import Server
 from test_hazards import hazard
 
@@ -45,13 +45,6 @@ def generate(
         ctx.decode(batch)
     ctx.close()
     return out
-
-
-@pytest.fixture(scope="module")
-def model(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
-    m = lc.LlamaModel.load(tiny_model_path)
-    yield m
-    m.close()
 
 
 def checked_run(model: lc.LlamaModel, make: Callable[[], list[lc.LlamaSampler]]) -> list[int]:
@@ -89,17 +82,17 @@ def checked_run(model: lc.LlamaModel, make: Callable[[], list[lc.LlamaSampler]])
 # ---- the same tokens as the CPU chain --------------------------------------------------
 
 
-def test_greedy_in_the_graph_equals_the_argmax(model: lc.LlamaModel) -> None:
-    want = generate(model, lambda ctx: int(np.argmax(ctx.logits(-1))))
+def test_greedy_in_the_graph_equals_the_argmax(tiny: lc.LlamaModel) -> None:
+    want = generate(tiny, lambda ctx: int(np.argmax(ctx.logits(-1))))
     g = chain(lc.LlamaSampler.greedy())
-    got = generate(model, lambda ctx: ctx.sampled_token(-1), samplers={0: g})
+    got = generate(tiny, lambda ctx: ctx.sampled_token(-1), samplers={0: g})
     assert got == want
     # sample() takes the graph's token and accepts it, as llama_sampler_sample does
     g2 = chain(lc.LlamaSampler.greedy())
-    assert generate(model, lambda ctx: g2.sample(ctx, -1), samplers={0: g2}) == want
+    assert generate(tiny, lambda ctx: g2.sample(ctx, -1), samplers={0: g2}) == want
 
 
-def test_seeded_chain_in_the_graph_equals_the_cpu_chain(model: lc.LlamaModel) -> None:
+def test_seeded_chain_in_the_graph_equals_the_cpu_chain(tiny: lc.LlamaModel) -> None:
     """top-k then top-p hand dist the candidates sorted, as the CPU chain does: the same
     seed draws the same numbers, and picks the same tokens."""
 
@@ -107,9 +100,9 @@ def test_seeded_chain_in_the_graph_equals_the_cpu_chain(model: lc.LlamaModel) ->
         return chain(lc.LlamaSampler.top_k(40), lc.LlamaSampler.top_p(0.9), lc.LlamaSampler.dist(7))
 
     cpu = make()
-    want = generate(model, lambda ctx: cpu.sample(ctx, -1))
+    want = generate(tiny, lambda ctx: cpu.sample(ctx, -1))
     in_graph = make()
-    got = generate(model, lambda ctx: in_graph.sample(ctx, -1), samplers={0: in_graph})
+    got = generate(tiny, lambda ctx: in_graph.sample(ctx, -1), samplers={0: in_graph})
     assert got == want
     assert len(set(want)) > 3  # a real draw, not a greedy run in disguise
 
@@ -124,19 +117,19 @@ def test_seeded_chain_in_the_graph_equals_the_cpu_chain(model: lc.LlamaModel) ->
     ids=["dist", "temp-dist", "top_k-temp-dist"],
 )
 def test_seeded_chain_in_the_graph_draws_from_the_cpu_distribution(
-    model: lc.LlamaModel, make: object
+    tiny: lc.LlamaModel, make: object
 ) -> None:
     """Where the graph's candidates reach dist in another order (a top-k's unsorted
     output) or its float32 running sum crosses a boundary the CPU's double one does not,
     the same draw can land on another token: llama.cpp promises the distribution, not
     the token. Each step's probabilities equal the CPU chain's, the pick is one of them,
     and the same seed gives the same tokens again."""
-    runs = [checked_run(model, make) for _ in range(2)]  # type: ignore[arg-type]
+    runs = [checked_run(tiny, make) for _ in range(2)]  # type: ignore[arg-type]
     assert runs[0] == runs[1]
     assert len(set(runs[0])) > 3
 
 
-def test_stages_the_backend_lacks_finish_on_the_cpu(model: lc.LlamaModel) -> None:
+def test_stages_the_backend_lacks_finish_on_the_cpu(tiny: lc.LlamaModel) -> None:
     """typical has no backend version: top_k runs in the graph and leaves candidates,
     typical and dist finish them on the CPU, with the CPU chain's tokens."""
 
@@ -146,7 +139,7 @@ def test_stages_the_backend_lacks_finish_on_the_cpu(model: lc.LlamaModel) -> Non
         )
 
     cpu = make()
-    want = generate(model, lambda ctx: cpu.sample(ctx, -1))
+    want = generate(tiny, lambda ctx: cpu.sample(ctx, -1))
     mixed = make()
     seen: list[int] = []
 
@@ -155,20 +148,20 @@ def test_stages_the_backend_lacks_finish_on_the_cpu(model: lc.LlamaModel) -> Non
         seen.append(len(ctx.sampled_candidates(-1)))
         return mixed.sample(ctx, -1)
 
-    assert generate(model, pick, samplers={0: mixed}) == want
+    assert generate(tiny, pick, samplers={0: mixed}) == want
     assert set(seen) == {20}
 
 
 # ---- the candidate views ----------------------------------------------------------------
 
 
-def test_top_k_candidates_are_views_of_the_graph_output(model: lc.LlamaModel) -> None:
-    ref = lc.LlamaContext(model, n_ctx=128, n_batch=32, n_threads=2)
+def test_top_k_candidates_are_views_of_the_graph_output(tiny: lc.LlamaModel) -> None:
+    ref = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2)
     k5 = chain(lc.LlamaSampler.top_k(5))
-    ctx = lc.LlamaContext(model, n_ctx=128, n_batch=32, n_threads=2, samplers={0: k5})
+    ctx = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2, samplers={0: k5})
     for c in (ref, ctx):
         b = lc.LlamaBatch(32)
-        b.add_sequence(model.tokenize(PROMPT), 0, 0)
+        b.add_sequence(tiny.tokenize(PROMPT), 0, 0)
         c.decode(b)
     full = ref.logits(-1)
     ids, logits = ctx.sampled_candidates(-1), ctx.sampled_logits(-1)
@@ -190,11 +183,11 @@ def test_top_k_candidates_are_views_of_the_graph_output(model: lc.LlamaModel) ->
     ctx.close()
 
 
-def test_dist_leaves_probabilities(model: lc.LlamaModel) -> None:
+def test_dist_leaves_probabilities(tiny: lc.LlamaModel) -> None:
     d = chain(lc.LlamaSampler.top_k(8), lc.LlamaSampler.dist(1))
-    ctx = lc.LlamaContext(model, n_ctx=128, n_batch=32, n_threads=2, samplers={0: d})
+    ctx = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2, samplers={0: d})
     b = lc.LlamaBatch(32)
-    b.add_sequence(model.tokenize(PROMPT), 0, 0)
+    b.add_sequence(tiny.tokenize(PROMPT), 0, 0)
     ctx.decode(b)
     token = ctx.sampled_token(-1)
     assert token is not None
@@ -206,11 +199,11 @@ def test_dist_leaves_probabilities(model: lc.LlamaModel) -> None:
     ctx.close()
 
 
-def test_views_hold_until_the_next_decode_and_are_refused_after(model: lc.LlamaModel) -> None:
+def test_views_hold_until_the_next_decode_and_are_refused_after(tiny: lc.LlamaModel) -> None:
     k = chain(lc.LlamaSampler.top_k(4))
-    ctx = lc.LlamaContext(model, n_ctx=128, n_batch=32, n_threads=2, samplers={0: k})
+    ctx = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2, samplers={0: k})
     b = lc.LlamaBatch(32)
-    tokens = model.tokenize(PROMPT)
+    tokens = tiny.tokenize(PROMPT)
     b.add_sequence(tokens, 0, 0)
     ctx.decode(b)
     ids = ctx.sampled_candidates(-1)
@@ -235,17 +228,17 @@ def test_views_hold_until_the_next_decode_and_are_refused_after(model: lc.LlamaM
     ctx.decode(b)
     with pytest.raises(IndexError, match="no backend sampler"):
         ctx.sampled_candidates(-1)
-    assert ctx.logits(-1).shape == (model.n_vocab,)  # full logits again
+    assert ctx.logits(-1).shape == (tiny.n_vocab,)  # full logits again
     ctx.close()
 
 
-def test_attach_detach_and_two_sequences(model: lc.LlamaModel) -> None:
-    ctx = lc.LlamaContext(model, n_ctx=256, n_batch=32, n_seq_max=2, n_threads=2)
+def test_attach_detach_and_two_sequences(tiny: lc.LlamaModel) -> None:
+    ctx = lc.LlamaContext(tiny, n_ctx=256, n_batch=32, n_seq_max=2, n_threads=2)
     g = chain(lc.LlamaSampler.greedy())
     assert ctx.set_sampler(1, g) is True
     assert ctx.samplers == {1: g}
     b = lc.LlamaBatch(32, n_seq_max=1)
-    tokens = model.tokenize(PROMPT)
+    tokens = tiny.tokenize(PROMPT)
     b.add_sequence(tokens, 0, 0)
     b.add_sequence(tokens, 0, 1)
     ctx.decode(b)
@@ -259,12 +252,12 @@ def test_attach_detach_and_two_sequences(model: lc.LlamaModel) -> None:
     ctx.close()
 
 
-def test_a_closed_chain_stays_alive_while_attached(model: lc.LlamaModel) -> None:
+def test_a_closed_chain_stays_alive_while_attached(tiny: lc.LlamaModel) -> None:
     g = chain(lc.LlamaSampler.greedy())
-    ctx = lc.LlamaContext(model, n_ctx=128, n_batch=32, n_threads=2, samplers={0: g})
+    ctx = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2, samplers={0: g})
     g.close()
     b = lc.LlamaBatch(32)
-    b.add_sequence(model.tokenize(PROMPT), 0, 0)
+    b.add_sequence(tiny.tokenize(PROMPT), 0, 0)
     ctx.decode(b)  # the context still runs it
     assert ctx.sampled_token(-1) is not None
     with pytest.raises(ClosedError):
@@ -375,13 +368,3 @@ def test_server_backend_sampling_flag_and_field(tiny_model_path: Path) -> None:
             assert off["generation_settings"]["backend_sampling"] is False
             status, _, bad = s.request("POST", "/completion", {**body, "backend_sampling": "yes"})
             assert status == 400, bad
-
-
-@pytest.mark.skipif(not OFFLOADED, reason="the GPU's own check (offloaded runs)")
-def test_offloaded_chain_runs_on_the_gpu(model: lc.LlamaModel) -> None:
-    """On a GPU the chain's token comes back with no full logits copied: the greedy
-    token still equals the argmax of a CPU-side run of the same model."""
-    g = chain(lc.LlamaSampler.greedy())
-    got = generate(model, lambda ctx: ctx.sampled_token(-1), samplers={0: g})
-    want = generate(model, lambda ctx: int(np.argmax(ctx.logits(-1))))
-    assert got == want
