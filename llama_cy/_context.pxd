@@ -39,9 +39,12 @@ cdef class LlamaContext(ViewOwner):
     # Backend sampler chains by sequence id (llama_set_sampler): held, so alive, while
     # attached. A change grows llama.cpp's output buffer at the next decode.
     cdef dict _samplers
+    # Made on a vocab_only model: llama.cpp gives it no memory, backends or outputs.
+    cdef readonly bint vocab_only
     cdef bint _samplers_changed
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
+    cdef int _ensure_weights(self) except -1
     cdef int _lock_acquire(self) except -1
     cdef void _lock_release(self) noexcept
     cdef void _dispose(self) noexcept

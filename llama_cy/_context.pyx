@@ -151,8 +151,9 @@ cdef class LlamaContext(ViewOwner):
         self._tp_batch = NULL
         self._retired = []
         model._ensure_alive()
-        if model.vocab_only:
-            raise ContextCreationError("the model was loaded with vocab_only=True: it has no weights to run")
+        self.vocab_only = model.vocab_only
+        if self.vocab_only and samplers:
+            raise ContextCreationError("samplers: the model was loaded with vocab_only=True")
         cdef c.llama_context_params p = c.llama_context_default_params()
         p.n_ctx = n_ctx
         p.n_batch = n_batch
@@ -247,7 +248,8 @@ cdef class LlamaContext(ViewOwner):
         self.model = model
         model._acquire()
         self._closed = False
-        self._attach_threadpools(c.llama_n_threads(self.ptr), c.llama_n_threads_batch(self.ptr))
+        if not self.vocab_only:  # llama.cpp made no backends to run threadpools on
+            self._attach_threadpools(c.llama_n_threads(self.ptr), c.llama_n_threads_batch(self.ptr))
         self.mem = c.llama_get_memory(self.ptr)
         self.n_ctx = c.llama_n_ctx(self.ptr)
         self.n_batch = c.llama_n_batch(self.ptr)
@@ -368,6 +370,16 @@ cdef class LlamaContext(ViewOwner):
         PyThread_release_lock(self._lock)
         self._release()
 
+    cdef int _ensure_weights(self) except -1:
+        """Open, and made on a model with weights (a vocab_only model's context has no
+        memory or outputs: llama.cpp would dereference NULL)."""
+        self._ensure_alive()
+        if self.vocab_only:
+            raise LlamaError(
+                "this context was made on a vocab_only model: it has no weights, memory or "
+                "outputs (it tokenizes only)")
+        return 0
+
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1:
         if allow_all and seq_id == -1:
             return 0
@@ -398,7 +410,7 @@ cdef class LlamaContext(ViewOwner):
 
     cdef _run(self, LlamaBatch batch, bint encoder):
         global _interrupt_flag
-        self._ensure_alive()
+        self._ensure_weights()
         batch._ensure_alive()
         cdef int n_tokens = batch.batch.n_tokens
         if n_tokens == 0:
@@ -461,7 +473,7 @@ cdef class LlamaContext(ViewOwner):
 
     def synchronize(self):
         """Wait for pending asynchronous backend work to finish."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._lock_acquire()
         try:
             with nogil:
@@ -471,7 +483,7 @@ cdef class LlamaContext(ViewOwner):
 
     def warmup(self):
         """Run an empty-ish decode so that the first real one is not slower."""
-        self._ensure_alive()
+        self._ensure_weights()
         cdef LlamaBatch b = LlamaBatch(1)
         # The vocab pointer stays valid while this context holds the model, closed or not.
         bos = c.llama_vocab_bos(c.llama_model_get_vocab(self.model.ptr))
@@ -486,7 +498,7 @@ cdef class LlamaContext(ViewOwner):
     @property
     def n_outputs(self):
         """Rows of outputs (logits or embeddings) the last decode produced."""
-        self._ensure_alive()
+        self._ensure_weights()
         return self._n_outputs
 
     def logits(self, int32_t i=-1):
@@ -495,7 +507,7 @@ cdef class LlamaContext(ViewOwner):
         A read-only ``(n_vocab,)`` float32 view of llama.cpp's buffer; see the class
         docstring for how long its contents hold.
         """
-        self._ensure_alive()
+        self._ensure_weights()
         if self._n_outputs == 0:
             raise IndexError("no logits: decode a batch with an output flag set first")
         if self._samplers:
@@ -519,7 +531,7 @@ cdef class LlamaContext(ViewOwner):
 
     def all_logits(self):
         """Logits of every output of the last decode: ``(n_outputs, n_vocab)`` view."""
-        self._ensure_alive()
+        self._ensure_weights()
         if self._n_outputs == 0:
             raise IndexError("no logits: decode a batch with an output flag set first")
         if self._samplers:
@@ -533,7 +545,7 @@ cdef class LlamaContext(ViewOwner):
 
     def embeddings(self, int32_t i=-1):
         """Embedding of batch entry ``i`` (context created with ``embeddings=True``)."""
-        self._ensure_alive()
+        self._ensure_weights()
         if self._n_outputs == 0:
             raise IndexError("no embeddings: decode a batch first")
         cdef float *ptr = c.llama_get_embeddings_ith(self.ptr, i)
@@ -543,7 +555,7 @@ cdef class LlamaContext(ViewOwner):
 
     def sequence_embeddings(self, int32_t seq_id=0):
         """Pooled embedding of a sequence (pooling other than ``none``)."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         if self._n_outputs == 0:
             raise IndexError("no embeddings: decode a batch first")
@@ -559,7 +571,7 @@ cdef class LlamaContext(ViewOwner):
     @property
     def samplers(self):
         """The backend sampler chains attached to this context: ``{seq_id: chain}``."""
-        self._ensure_alive()
+        self._ensure_weights()
         return dict(self._samplers)
 
     def set_sampler(self, int seq_id, sampler):
@@ -577,7 +589,7 @@ cdef class LlamaContext(ViewOwner):
 
     def sampled_token(self, int32_t i=-1):
         """The token a backend sampler picked for batch entry ``i``, or None."""
-        self._ensure_alive()
+        self._ensure_weights()
         if self._n_outputs == 0 or not self._samplers:
             return None
         cdef c.llama_token t = c.llama_get_sampled_token_ith(self.ptr, i)
@@ -626,12 +638,19 @@ cdef class LlamaContext(ViewOwner):
         return array_view(self, <void *>ptr, b"i", sizeof(c.llama_token), n, -1, True)
 
     cdef int _check_sampled(self) except -1:
-        self._ensure_alive()
+        self._ensure_weights()
         if self._n_outputs == 0:
             raise IndexError("no outputs: decode a batch with an output flag set first")
         if not self._samplers:
             raise IndexError("no backend sampler is attached: see set_sampler()")
         return 0
+
+    @property
+    def address(self):
+        """The ``llama_context *`` as an int, for ctypes code (llama-cpp-python's
+        ``llama_cpp.llama_cpp``). It stays valid while this object is open."""
+        self._ensure_alive()
+        return <size_t>self.ptr
 
     @property
     def pooling_type(self):
@@ -658,13 +677,14 @@ cdef class LlamaContext(ViewOwner):
         self._lock_acquire()
         try:
             c.llama_set_n_threads(self.ptr, n_threads, n_batch_threads)
-            self._attach_threadpools(n_threads, n_batch_threads)
+            if not self.vocab_only:
+                self._attach_threadpools(n_threads, n_batch_threads)
         finally:
             self._lock_release()
 
     def set_embeddings(self, bint embeddings):
         """Switch embedding extraction on or off for the next decodes."""
-        self._ensure_alive()
+        self._ensure_weights()
         c.llama_set_embeddings(self.ptr, embeddings)
         if embeddings and not self._embeddings:
             # The output buffer grows to hold embeddings too: treat it as unsized so
@@ -673,26 +693,28 @@ cdef class LlamaContext(ViewOwner):
         self._embeddings = embeddings
 
     def set_causal_attn(self, bint causal):
-        self._ensure_alive()
+        self._ensure_weights()
         c.llama_set_causal_attn(self.ptr, causal)
 
     @property
     def causal_attn(self):
-        self._ensure_alive()
+        self._ensure_weights()
         return c.llama_get_causal_attn(self.ptr)
 
     # ---- memory (KV cache) ----------------------------------------------------------
 
     def clear(self, bint data=True):
-        """Empty the KV cache of every sequence."""
+        """Empty the KV cache of every sequence (a vocab_only context has none)."""
         self._ensure_alive()
+        if self.mem == NULL:
+            return
         self._lock_acquire()
         c.llama_memory_clear(self.mem, data)
         self._lock_release()
 
     def seq_rm(self, int seq_id, int p0=-1, int p1=-1):
         """Remove positions ``[p0, p1)`` of a sequence (-1: all sequences / open end)."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, True)
         self._lock_acquire()
         ok = c.llama_memory_seq_rm(self.mem, seq_id, p0, p1)
@@ -701,7 +723,7 @@ cdef class LlamaContext(ViewOwner):
 
     def seq_cp(self, int src, int dst, int p0=-1, int p1=-1):
         """Make positions ``[p0, p1)`` of ``src`` also belong to ``dst``."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(src, False)
         self._check_seq(dst, False)
         self._lock_acquire()
@@ -710,7 +732,7 @@ cdef class LlamaContext(ViewOwner):
 
     def seq_keep(self, int seq_id):
         """Remove every sequence but ``seq_id``."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         self._lock_acquire()
         c.llama_memory_seq_keep(self.mem, seq_id)
@@ -723,7 +745,7 @@ cdef class LlamaContext(ViewOwner):
 
     def seq_add(self, int seq_id, int p0, int p1, int delta):
         """Shift positions ``[p0, p1)`` of a sequence by ``delta``."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, True)
         if delta != 0 and not c.llama_memory_can_shift(self.mem):
             raise LlamaError("this model's memory cannot shift positions")
@@ -733,7 +755,7 @@ cdef class LlamaContext(ViewOwner):
 
     def seq_div(self, int seq_id, int p0, int p1, int d):
         """Integer-divide positions ``[p0, p1)`` of a sequence by ``d``."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, True)
         if d < 1:
             raise ValueError("d must be >= 1")
@@ -745,26 +767,26 @@ cdef class LlamaContext(ViewOwner):
 
     def seq_pos_min(self, int seq_id):
         """Smallest position of a sequence in the cache, -1 if empty."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         return c.llama_memory_seq_pos_min(self.mem, seq_id)
 
     def seq_pos_max(self, int seq_id):
         """Largest position of a sequence in the cache, -1 if empty."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         return c.llama_memory_seq_pos_max(self.mem, seq_id)
 
     @property
     def can_shift(self):
-        self._ensure_alive()
+        self._ensure_weights()
         return c.llama_memory_can_shift(self.mem)
 
     # ---- state ------------------------------------------------------------------
 
     def state_get_data(self):
         """The whole context state (KV cache, outputs, RNG) as bytes."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._lock_acquire()
         try:
             size = c.llama_state_get_size(self.ptr)
@@ -778,7 +800,7 @@ cdef class LlamaContext(ViewOwner):
 
     def state_set_data(self, data):
         """Restore a state from :meth:`state_get_data` bytes."""
-        self._ensure_alive()
+        self._ensure_weights()
         cdef const uint8_t[::1] src = memoryview(data).cast("B")
         if src.shape[0] == 0:
             raise StateError("empty state data")
@@ -800,7 +822,7 @@ cdef class LlamaContext(ViewOwner):
 
     def state_save_file(self, path, tokens=()):
         """Save the state and the tokens it holds to a session file."""
-        self._ensure_alive()
+        self._ensure_weights()
         cdef const int32_t[::1] toks = self.model._token_array(tokens)
         cdef bytes bpath = os.fsencode(path)
         self._lock_acquire()
@@ -813,7 +835,7 @@ cdef class LlamaContext(ViewOwner):
 
     def state_load_file(self, path):
         """Load a session file; returns the tokens saved with it."""
-        self._ensure_alive()
+        self._ensure_weights()
         if not os.path.isfile(path):
             raise StateError(f"state file not found: {os.fspath(path)!r}")
         out = np.empty(self.n_ctx, dtype=np.int32)
@@ -832,7 +854,7 @@ cdef class LlamaContext(ViewOwner):
 
     def state_seq_get_data(self, int seq_id):
         """The state of one sequence as bytes."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         self._lock_acquire()
         try:
@@ -847,7 +869,7 @@ cdef class LlamaContext(ViewOwner):
 
     def state_seq_set_data(self, data, int seq_id):
         """Restore one sequence's state into ``seq_id``."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         cdef const uint8_t[::1] src = memoryview(data).cast("B")
         if src.shape[0] == 0:
@@ -862,7 +884,7 @@ cdef class LlamaContext(ViewOwner):
         return n
 
     def state_seq_save_file(self, path, int seq_id, tokens=()):
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         cdef const int32_t[::1] toks = self.model._token_array(tokens)
         cdef bytes bpath = os.fsencode(path)
@@ -877,7 +899,7 @@ cdef class LlamaContext(ViewOwner):
         return n
 
     def state_seq_load_file(self, path, int seq_id):
-        self._ensure_alive()
+        self._ensure_weights()
         self._check_seq(seq_id, False)
         if not os.path.isfile(path):
             raise StateError(f"state file not found: {os.fspath(path)!r}")
@@ -899,12 +921,12 @@ cdef class LlamaContext(ViewOwner):
     @property
     def loras(self):
         """The LoRA adapters set on this context and their scales."""
-        self._ensure_alive()
+        self._ensure_weights()
         return dict(self._loras)
 
     def set_lora(self, LoraAdapter adapter not None, float scale=1.0):
         """Apply a LoRA adapter with ``scale`` (replacing its previous scale)."""
-        self._ensure_alive()
+        self._ensure_weights()
         adapter._ensure_alive()
         if adapter.model is not self.model:
             raise ValueError("the adapter was loaded for another model")
@@ -914,7 +936,7 @@ cdef class LlamaContext(ViewOwner):
 
     def remove_lora(self, LoraAdapter adapter not None):
         """Stop applying an adapter; KeyError if it is not set."""
-        self._ensure_alive()
+        self._ensure_weights()
         if adapter not in self._loras:
             raise KeyError("this adapter is not set on the context")
         loras = dict(self._loras)
@@ -923,7 +945,7 @@ cdef class LlamaContext(ViewOwner):
 
     def clear_loras(self):
         """Stop applying every adapter."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._apply_loras({})
 
     cdef int _apply_loras(self, dict loras) except -1:
@@ -959,7 +981,7 @@ cdef class LlamaContext(ViewOwner):
 
         It applies to layers ``il_start..il_end`` (inclusive; default: all rows given).
         """
-        self._ensure_alive()
+        self._ensure_weights()
         cdef const float[:, ::1] d = np.ascontiguousarray(data, dtype=np.float32)
         if d.shape[1] != self.model.n_embd:
             raise ValueError(f"control vector rows must have n_embd={self.model.n_embd} values")
@@ -976,7 +998,7 @@ cdef class LlamaContext(ViewOwner):
 
     def clear_control_vector(self):
         """Remove the control vector."""
-        self._ensure_alive()
+        self._ensure_weights()
         self._lock_acquire()
         c.llama_set_adapter_cvec(self.ptr, NULL, 0, self.model.n_embd, 0, 0)
         self._lock_release()

@@ -408,6 +408,13 @@ cdef class LlamaModel(LlamaVocab):
     # ---- description ------------------------------------------------------------
 
     @property
+    def address(self):
+        """The ``llama_model *`` as an int, for ctypes code (llama-cpp-python's
+        ``llama_cpp.llama_cpp``). It stays valid while this object is open."""
+        self._ensure_alive()
+        return <size_t>self.ptr
+
+    @property
     def metadata(self):
         """Every GGUF key/value of the model as strings (arrays are summarised by llama.cpp)."""
         self._ensure_alive()

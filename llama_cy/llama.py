@@ -110,6 +110,9 @@ class Llama:
     object until it is exhausted or closed.
     """
 
+    # The context's class (a subclass may add to it: llama_cpp's shows its address as ``.ctx``).
+    _context_type: type[LlamaContext] = LlamaContext
+
     def __init__(
         self,
         model_path: str | os.PathLike[str],
@@ -133,7 +136,7 @@ class Llama:
         _check_unsupported(params)
         if numa is not False and numa != 0:
             numa_init(_NUMA[1] if numa is True else _NUMA[int(numa)])
-        self.model = LlamaModel.load(
+        self._model = LlamaModel.load(
             model_path,
             n_gpu_layers=n_gpu_layers,
             split_mode=split_mode,
@@ -149,8 +152,8 @@ class Llama:
         try:
             self._setup(**params)
             if lora_path is not None:
-                adapter = LoraAdapter(self.model, lora_path)
-                self.ctx.set_lora(adapter, lora_scale)
+                adapter = LoraAdapter(self._model, lora_path)
+                self._ctx.set_lora(adapter, lora_scale)
         except BaseException:
             self.close()
             raise
@@ -161,7 +164,7 @@ class Llama:
         _check_unsupported(params)
         self = cls.__new__(cls)
         self._model_owned = False
-        self.model = model
+        self._model = model
         self._setup(**params)
         return self
 
@@ -177,7 +180,10 @@ class Llama:
         seed: int | None = None,
         embedding: bool = False,
         pooling_type: Literal["none", "mean", "cls", "last", "rank"] | None = None,
+        attention_type: Literal["causal", "non_causal"] | None = None,
         flash_attn: bool | None = None,
+        op_offload: bool | None = None,
+        swa_full: bool | None = None,
         offload_kqv: bool | None = None,
         type_k: str | None = None,
         type_v: str | None = None,
@@ -221,15 +227,15 @@ class Llama:
             _enable_verbose_log()
         if n_ctx < 0 or n_batch <= 0:
             raise ValueError(f"n_ctx must be >= 0 and n_batch > 0 (got {n_ctx}, {n_batch})")
-        n_ctx = n_ctx or self.model.n_ctx_train
+        n_ctx = n_ctx or self._model.n_ctx_train
         self.embedding = embedding
         self.seed = seed
         self.context_shift = context_shift
         self.last_n_tokens_size = last_n_tokens_size
-        self.model_path = self.model.path or ""
+        self.model_path = self._model.path or ""
         self.chat_format = chat_format
-        self.ctx = LlamaContext(
-            self.model,
+        self._ctx = self._context_type(
+            self._model,
             n_ctx=n_ctx,
             n_batch=n_batch,
             # Embedding batches hold whole sequences, which must fit in one micro-batch.
@@ -241,7 +247,10 @@ class Llama:
             n_threads_batch=n_threads_batch,
             embeddings=embedding,
             pooling_type=pooling_type,
+            attention_type=attention_type,
             flash_attn=flash_attn,
+            op_offload=op_offload,
+            swa_full=swa_full,
             offload_kqv=offload_kqv,
             type_k=type_k,
             type_v=type_v,
@@ -255,8 +264,8 @@ class Llama:
             yarn_orig_ctx=yarn_orig_ctx,
             no_perf=no_perf,
         )
-        self._batch = LlamaBatch(self.ctx.n_batch)
-        self.n_keep = n_keep if n_keep is not None else int(self.model.add_bos)
+        self._batch = LlamaBatch(self._ctx.n_batch)
+        self.n_keep = n_keep if n_keep is not None else int(self._model.add_bos)
         self.chat_handler = chat_handler
         self.mtmd = self._load_mmproj(
             mmproj, chat_handler, mmproj_offload, image_min_tokens, image_max_tokens, embedding
@@ -269,7 +278,7 @@ class Llama:
                 )
             chat_template = chat_handler.chat_template
         self.preparer = Preparer(
-            self.model,
+            self._model,
             chat_format=chat_format,
             chat_template=chat_template,
             use_jinja=use_jinja,
@@ -304,18 +313,18 @@ class Llama:
             )
             context = {"n_threads": n_threads, "n_threads_batch": n_threads_batch}
             context["flash_attn"] = flash_attn
-            self._spec = speculator(self.ctx, settings, context)
+            self._spec = speculator(self._ctx, settings, context)
         elif draft_max is not None or draft_min is not None or draft_p_min is not None:
             raise ValueError("draft_max, draft_min and draft_p_min need a draft_model")
         self._seq = KVSequence(
-            self.ctx,
+            self._ctx,
             0,
             context_shift=context_shift,
             n_keep=self.n_keep,
             spec=self._spec,
             backend_sampling=backend_sampling,
         )
-        self._embedder = Embedder(self.ctx, self._batch)
+        self._embedder = Embedder(self._ctx, self._batch)
 
     def _load_mmproj(
         self,
@@ -347,10 +356,10 @@ class Llama:
         if embedding:
             raise ValueError("mmproj: an embedding Llama takes no images")
         return MtmdContext(
-            self.model,
+            self._model,
             mmproj,
             use_gpu=True if offload is None else offload,
-            n_threads=self.ctx.n_threads_batch,
+            n_threads=self._ctx.n_threads_batch,
             image_min_tokens=-1 if min_tokens is None else min_tokens,
             image_max_tokens=-1 if max_tokens is None else max_tokens,
         )
@@ -365,7 +374,7 @@ class Llama:
         lock = getattr(self, "_lock", None)
         if lock is None:  # __init__ failed before the context existed
             if getattr(self, "_model_owned", False) and hasattr(self, "model"):
-                self.model.close()
+                self._model.close()
             return
         if self._owner == threading.get_ident():
             raise BusyError("close() inside an open stream of this Llama: close the stream first")
@@ -381,7 +390,7 @@ class Llama:
                 if handle is not None:
                     handle.close()
             if self._model_owned:
-                self.model.close()
+                self._model.close()
 
     def __enter__(self) -> Llama:
         return self
@@ -391,24 +400,34 @@ class Llama:
 
     # ---- llama-cpp-python's small accessors ---------------------------------------
 
+    @property
+    def model(self) -> LlamaModel:
+        """The :class:`~llama_cy.LlamaModel` this object runs."""
+        return self._model
+
+    @property
+    def ctx(self) -> LlamaContext:
+        """The :class:`~llama_cy.LlamaContext` this object generates in."""
+        return self._ctx
+
     def n_ctx(self) -> int:
-        return self.ctx.n_ctx
+        return self._ctx.n_ctx
 
     def n_vocab(self) -> int:
-        return self.model.n_vocab
+        return self._model.n_vocab
 
     def n_embd(self) -> int:
-        return self.model.n_embd
+        return self._model.n_embd
 
     def token_bos(self) -> int:
-        return self.model.token_bos
+        return self._model.token_bos
 
     def token_eos(self) -> int:
-        return self.model.token_eos
+        return self._model.token_eos
 
     def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
         """Token ids of ``text`` (BOS added if the model wants one and ``add_bos``)."""
-        tokens: list[int] = self.model.tokenize(
+        tokens: list[int] = self._model.tokenize(
             text, add_special=add_bos, parse_special=special
         ).tolist()
         return tokens
@@ -419,7 +438,7 @@ class Llama:
         """The bytes of ``tokens``. With ``prev_tokens`` (the tokens before them) they are
         the bytes that ``prev_tokens + tokens`` adds to ``prev_tokens``, as
         llama-cpp-python's detokenizers give them for incremental decoding."""
-        piece = self.model.token_to_piece
+        piece = self._model.token_to_piece
         if not prev_tokens:
             return b"".join(piece(t, special=special) for t in tokens)
         before = b"".join(piece(t, special=special) for t in prev_tokens)
@@ -429,7 +448,7 @@ class Llama:
     def reset(self) -> None:
         """Forget the prompt cache (the next call decodes its whole prompt)."""
         with self._hold():
-            self.ctx.clear()
+            self._ctx.clear()
             if self._spec is not None:
                 self._spec.clear()
             self._seq.cache.clear()
@@ -475,7 +494,7 @@ class Llama:
         stop: str | Sequence[str] | None = None,
         logprobs: int | None = None,
         add_bos: bool = True,
-        stopping_criteria: Sequence[StoppingCriteria] | None = None,
+        stopping_criteria: Sequence[StoppingCriteria] | StoppingCriteria | None = None,
         **sampling: Any,
     ) -> Generator[CompletionChunk, None, None]:
         """Generate from ``prompt``, yielding text as soon as it is safe to show.
@@ -503,7 +522,7 @@ class Llama:
         stop: str | Sequence[str] | None = None,
         logprobs: int | None = None,
         add_bos: bool = True,
-        stopping_criteria: Sequence[StoppingCriteria] | None = None,
+        stopping_criteria: Sequence[StoppingCriteria] | StoppingCriteria | None = None,
         **sampling: Any,
     ) -> Completion:
         """Generate from ``prompt``; the whole :class:`Completion` (see :meth:`stream`)."""

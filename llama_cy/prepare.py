@@ -208,7 +208,7 @@ class Preparer:
         if bias:  # JSON gives string keys
             given["logit_bias"] = {int(k): float(v) for k, v in bias.items()}
         if given.get("logits_processor") is not None:
-            given["logits_processor"] = tuple(given["logits_processor"])
+            given["logits_processor"] = _callables(given["logits_processor"])
         if "dry_sequence_breakers" in given:
             given["dry_sequence_breakers"] = tuple(given["dry_sequence_breakers"])
         return SamplingParams(**{**base, **given, "seed": seed})
@@ -228,7 +228,7 @@ class Preparer:
         max_tokens: int | None = 16,
         logprobs: int | None = None,
         stop: str | Sequence[str] | None = None,
-        stopping_criteria: Sequence[StoppingCriteria] | None = None,
+        stopping_criteria: Sequence[StoppingCriteria] | StoppingCriteria | None = None,
         add_bos: bool = True,
         media: Media | None = None,
         **sampling: Any,
@@ -250,7 +250,7 @@ class Preparer:
             max_tokens,
             _stops(stop),
             logprobs,
-            tuple(stopping_criteria or ()),
+            _callables(stopping_criteria),
             media=media,
         )
 
@@ -454,7 +454,7 @@ class Preparer:
         stop: str | Sequence[str] | None = None,
         logprobs: bool | None = None,
         top_logprobs: int | None = None,
-        stopping_criteria: Sequence[StoppingCriteria] | None = None,
+        stopping_criteria: Sequence[StoppingCriteria] | StoppingCriteria | None = None,
         functions: Sequence[Mapping[str, Any]] | None = None,
         function_call: str | Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
@@ -525,7 +525,7 @@ class Preparer:
             max_tokens,
             _stops(stop) + prompt.additional_stops,
             n_logprobs,
-            tuple(stopping_criteria or ()),
+            _callables(stopping_criteria),
             chat=prompt,
             parse_tool_calls=parse_tools,
             reasoning_budget=budget,
@@ -664,3 +664,13 @@ def response_format_schema(fmt: Mapping[str, Any] | None) -> dict[str, Any] | No
     if schema is not None and not isinstance(schema, Mapping):
         raise ValueError("response_format's schema must be a JSON object")
     return dict(schema) if schema else {"type": "object"}
+
+
+def _callables(given: Any) -> tuple[Any, ...]:
+    """llama-cpp-python's ``logits_processor``/``stopping_criteria``: a list of callables
+    (its ``LogitsProcessorList``/``StoppingCriteriaList``) or one bare callable."""
+    if given is None:
+        return ()
+    if callable(given) and not isinstance(given, list | tuple):
+        return (given,)
+    return tuple(given)

@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._speculative import SPEC_TYPES, Speculator
@@ -30,14 +33,32 @@ class LlamaPromptLookupDecoding:
     only, where llama-cpp-python also tries shorter ones.
     """
 
-    num_pred_tokens: int = 10
+    # llama-cpp-python's order, for positional calls.
     max_ngram_size: int = 2
+    num_pred_tokens: int = 10
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_pred_tokens <= 1024:
             raise ValueError(f"num_pred_tokens must be in [1, 1024], got {self.num_pred_tokens}")
         if not 1 <= self.max_ngram_size <= 1024:
             raise ValueError(f"max_ngram_size must be in [1, 1024], got {self.max_ngram_size}")
+
+    @staticmethod
+    def find_candidate_pred_tokens(
+        input_ids: npt.NDArray[np.integer[Any]], max_ngram_size: int, num_pred_tokens: int
+    ) -> npt.NDArray[np.integer[Any]]:
+        """llama-cpp-python's lookup in NumPy: the up to ``num_pred_tokens`` tokens that
+        followed the first earlier occurrence of the sequence's last n-gram, trying
+        ``n = max_ngram_size`` down to 1; empty when none occurred."""
+        ids = np.asarray(input_ids)
+        for n in range(min(max_ngram_size, len(ids) - 1), 0, -1):
+            windows = np.lib.stride_tricks.sliding_window_view(ids, n)
+            # Windows that end before the last token: the tail itself is no match.
+            hits = np.flatnonzero(np.all(windows[: len(ids) - n] == ids[-n:], axis=1))
+            if hits.size:
+                start = int(hits[0]) + n
+                return ids[start : start + num_pred_tokens]
+        return ids[:0]
 
 
 #: What ``draft_model=`` takes.

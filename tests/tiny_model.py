@@ -418,3 +418,97 @@ def write_tiny_gemma3_projector(
     writer.add_tensor("mm.input_projection.weight", weight(n_embd, n_embd_text))
     _finish(writer)
     return path
+
+
+def _write_ssm_layer(
+    writer: gguf.GGUFWriter,
+    i: int,
+    weight: Callable[..., npt.NDArray[np.float32]],
+    *,
+    n_embd: int,
+    d_inner: int,
+    d_conv: int,
+    d_state: int,
+    dt_rank: int,
+    norms: bool,
+) -> None:
+    """One Mamba (S6) block's tensors; ``norms``: Jamba's dt/B/C norms too."""
+    writer.add_tensor(f"blk.{i}.ssm_in.weight", weight(2 * d_inner, n_embd))
+    writer.add_tensor(f"blk.{i}.ssm_conv1d.weight", weight(d_inner, d_conv))
+    writer.add_tensor(f"blk.{i}.ssm_conv1d.bias", np.zeros(d_inner, dtype=np.float32))
+    writer.add_tensor(f"blk.{i}.ssm_x.weight", weight(dt_rank + 2 * d_state, d_inner))
+    writer.add_tensor(f"blk.{i}.ssm_dt.weight", weight(d_inner, dt_rank))
+    writer.add_tensor(f"blk.{i}.ssm_dt.bias", np.zeros(d_inner, dtype=np.float32))
+    # A = -exp(A_log) < 0, as converted checkpoints store it: the state decays.
+    a = -np.tile(np.arange(1, d_state + 1, dtype=np.float32), (d_inner, 1))
+    writer.add_tensor(f"blk.{i}.ssm_a", a)
+    writer.add_tensor(f"blk.{i}.ssm_d", np.ones(d_inner, dtype=np.float32))
+    writer.add_tensor(f"blk.{i}.ssm_out.weight", weight(n_embd, d_inner))
+    if norms:
+        writer.add_tensor(f"blk.{i}.ssm_dt_norm.weight", np.ones(dt_rank, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ssm_b_norm.weight", np.ones(d_state, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ssm_c_norm.weight", np.ones(d_state, dtype=np.float32))
+
+
+def write_tiny_recurrent(
+    path: Path,
+    *,
+    hybrid: bool = False,
+    vocab: str = "llama-spm",
+    n_embd: int = 64,
+    n_layer: int = 2,
+    seed: int = 0,
+) -> Path:
+    """A recurrent model (llama.cpp's ``mamba``) or, with ``hybrid``, a recurrent and
+    attention hybrid (``jamba``: its second layer is attention, the others Mamba)."""
+    rng = np.random.default_rng(seed)
+    arch = "jamba" if hybrid else "mamba"
+    reader = gguf.GGUFReader(vocab_file(vocab))
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(f"tiny-{arch}-{vocab}")
+    n_vocab = _copy_tokenizer(reader, writer)
+    d_inner, d_conv, d_state, dt_rank = 2 * n_embd, 4, 8, 4
+    n_head, n_ff = 4, 2 * n_embd
+    attention = [hybrid and i % 2 == 1 for i in range(n_layer)]
+    writer.add_context_length(4096)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_layer)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_ssm_conv_kernel(d_conv)
+    writer.add_ssm_inner_size(d_inner)
+    writer.add_ssm_state_size(d_state)
+    writer.add_ssm_time_step_rank(dt_rank)
+    if hybrid:
+        writer.add_feed_forward_length(n_ff)
+        writer.add_head_count(n_head)
+        writer.add_head_count_kv([n_head if a else 0 for a in attention])
+    else:
+        writer.add_head_count(0)
+    writer.add_vocab_size(n_vocab)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+    def weight(*shape: int) -> npt.NDArray[np.float32]:
+        w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
+        return w / np.float32(np.sqrt(shape[-1]))
+
+    ones = np.ones(n_embd, dtype=np.float32)
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("output_norm.weight", ones)
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    for i in range(n_layer):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", ones)
+        if attention[i]:
+            for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                writer.add_tensor(f"blk.{i}.{name}.weight", weight(n_embd, n_embd))
+        else:
+            _write_ssm_layer(
+                writer, i, weight, n_embd=n_embd, d_inner=d_inner, d_conv=d_conv,
+                d_state=d_state, dt_rank=dt_rank, norms=hybrid,
+            )  # fmt: skip
+        if hybrid:
+            writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
+            writer.add_tensor(f"blk.{i}.ffn_gate.weight", weight(n_ff, n_embd))
+            writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(n_ff, n_embd))
+            writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(n_embd, n_ff))
+    _finish(writer)
+    return path

@@ -1,0 +1,528 @@
+"""llama-cpp-python's ``llama_cpp.llama_chat_format``: its named prompt formats, the
+registry of chat handlers, Jinja2 and Hugging Face formatters, and its vision handlers.
+
+A format here is a function from messages to a :class:`ChatFormatterResponse` (the
+prompt text and stop strings), rendered as llama-cpp-python renders it (the tests
+compare each with prompts rendered by llama-cpp-python itself). ``Llama`` uses one when
+``chat_format`` names a format registered with :func:`register_chat_format` (or
+``chat_handler`` is a handler function); llama.cpp's chat engine otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+from llama_cy.chat_handlers import Llava15ChatHandler as _Llava15
+from llama_cy.chat_handlers import MtmdChatHandler as _Mtmd
+
+from . import llama_types
+
+__all__ = [
+    "ChatFormatter",
+    "ChatFormatterResponse",
+    "Jinja2ChatFormatter",
+    "LlamaChatCompletionHandler",
+    "LlamaChatCompletionHandlerNotFoundException",
+    "LlamaChatCompletionHandlerRegistry",
+    "Llava15ChatHandler",
+    "MTMDChatHandler",
+    "chat_formatter_to_chat_completion_handler",
+    "get_chat_completion_handler",
+    "guess_chat_format_from_gguf_metadata",
+    "hf_autotokenizer_to_chat_formatter",
+    "hf_tokenizer_config_to_chat_formatter",
+    "register_chat_completion_handler",
+    "register_chat_format",
+]
+
+Messages = Sequence[llama_types.ChatCompletionRequestMessage]
+
+
+@dataclasses.dataclass
+class ChatFormatterResponse:
+    """A rendered prompt, the stops that end its answer, and whether the prompt
+    already holds the special tokens (then no BOS is added)."""
+
+    prompt: str
+    stop: str | list[str] | None = None
+    stopping_criteria: Any = None
+    added_special: bool = False
+
+
+class ChatFormatter(Protocol):
+    def __call__(self, *, messages: Messages, **kwargs: Any) -> ChatFormatterResponse: ...
+
+
+class LlamaChatCompletionHandler(Protocol):
+    """A chat handler: given ``llama`` and the request, it returns the response."""
+
+    def __call__(self, *, llama: Any, messages: Messages, **kwargs: Any) -> Any: ...
+
+
+class LlamaChatCompletionHandlerNotFoundException(Exception):
+    pass
+
+
+class LlamaChatCompletionHandlerRegistry:
+    """The chat handlers by name (one registry per process)."""
+
+    _instance: LlamaChatCompletionHandlerRegistry | None = None
+
+    def __new__(cls) -> LlamaChatCompletionHandlerRegistry:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+            cls._instance._handlers = {}
+        return cls._instance
+
+    _handlers: dict[str, LlamaChatCompletionHandler]
+
+    def register_chat_completion_handler(
+        self, name: str, handler: LlamaChatCompletionHandler, overwrite: bool = False
+    ) -> None:
+        if not overwrite and name in self._handlers:
+            raise ValueError(f"a chat completion handler named {name!r} is registered already")
+        self._handlers[name] = handler
+
+    def unregister_chat_handler(self, name: str) -> None:
+        if name not in self._handlers:
+            raise ValueError(f"no chat completion handler named {name!r}")
+        del self._handlers[name]
+
+    def get_chat_completion_handler_by_name(self, name: str) -> LlamaChatCompletionHandler:
+        try:
+            return self._handlers[name]
+        except KeyError:
+            raise LlamaChatCompletionHandlerNotFoundException(
+                f"invalid chat handler: {name} (valid formats: {sorted(self._handlers)})"
+            ) from None
+
+    def names(self) -> list[str]:
+        return list(self._handlers)
+
+
+def get_chat_completion_handler(name: str) -> LlamaChatCompletionHandler:
+    return LlamaChatCompletionHandlerRegistry().get_chat_completion_handler_by_name(name)
+
+
+def register_chat_completion_handler(
+    name: str,
+) -> Callable[[LlamaChatCompletionHandler], LlamaChatCompletionHandler]:
+    def decorator(handler: LlamaChatCompletionHandler) -> LlamaChatCompletionHandler:
+        LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(name, handler)
+        return handler
+
+    return decorator
+
+
+#: Formats this module defines (llama-cpp-python's names). ``Llama`` renders these
+#: through llama.cpp's chat engine; formats registered later are rendered here.
+BUILTIN_FORMATS: set[str] = set()
+
+
+def register_chat_format(name: str) -> Callable[[ChatFormatter], ChatFormatter]:
+    """Register ``formatter`` under ``name`` as a chat handler (and a chat format)."""
+
+    def decorator(formatter: ChatFormatter) -> ChatFormatter:
+        LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
+            name, chat_formatter_to_chat_completion_handler(formatter), overwrite=True
+        )
+        return formatter
+
+    return decorator
+
+
+# ---- formatter -> handler ---------------------------------------------------------------
+
+
+def chat_formatter_to_chat_completion_handler(
+    chat_formatter: ChatFormatter,
+) -> LlamaChatCompletionHandler:
+    """A handler that renders the prompt with ``chat_formatter`` and completes it."""
+
+    def handler(*, llama: Any, messages: Messages, **kwargs: Any) -> Any:
+        result = chat_formatter(messages=messages, **_formatter_kwargs(kwargs))
+        stop = kwargs.pop("stop", None) or []
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        if result.stop is not None:
+            stop += [result.stop] if isinstance(result.stop, str) else list(result.stop)
+        tokens = llama.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+        response_format = kwargs.pop("response_format", None)
+        if response_format is not None and kwargs.get("grammar") is None:
+            kwargs["grammar"] = _grammar_for_response_format(response_format)
+        for name in ("tools", "tool_choice", "functions", "function_call", "logprobs"):
+            kwargs.pop(name, None)
+        top_logprobs = kwargs.pop("top_logprobs", None)
+        stream = bool(kwargs.pop("stream", False))
+        completion = llama.create_completion(
+            prompt=tokens, stop=stop, stream=stream, logprobs=top_logprobs, **kwargs
+        )
+        if stream:
+            return _chunks_to_chat(completion)
+        return _completion_to_chat(completion)
+
+    return handler  # type: ignore[return-value]
+
+
+_SAMPLING = {"temperature", "top_p", "top_k", "min_p", "typical_p", "stream", "stop", "seed"}
+
+
+def _formatter_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k not in _SAMPLING}
+
+
+def _grammar_for_response_format(response_format: dict[str, Any]) -> Any:
+    from .llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
+
+    if response_format.get("type") != "json_object":
+        return None
+    schema = response_format.get("schema")
+    return LlamaGrammar.from_string(json_schema_to_gbnf(schema) if schema else JSON_GBNF)
+
+
+def _completion_to_chat(completion: dict[str, Any]) -> dict[str, Any]:
+    choice = completion["choices"][0]
+    return {
+        "id": "chat" + completion["id"],
+        "object": "chat.completion",
+        "created": completion["created"],
+        "model": completion["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": choice["text"]},
+                "logprobs": choice.get("logprobs"),
+                "finish_reason": choice["finish_reason"],
+            }
+        ],
+        "usage": completion["usage"],
+    }
+
+
+def _chunks_to_chat(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    first = True
+    for chunk in chunks:
+        base = {
+            "id": "chat" + chunk["id"],
+            "model": chunk["model"],
+            "created": chunk["created"],
+            "object": "chat.completion.chunk",
+        }
+        if first:
+            first = False
+            yield {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None}
+                ],
+            }
+        choice = chunk["choices"][0]
+        delta = {"content": choice["text"]} if choice["finish_reason"] is None else {}
+        yield {
+            **base,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": choice.get("logprobs"),
+                    "finish_reason": choice["finish_reason"],
+                }
+            ],
+        }
+
+
+# ---- Jinja2 and Hugging Face formatters ---------------------------------------------------
+
+
+class Jinja2ChatFormatter:
+    """A Jinja2 chat template (Hugging Face's), rendered in a sandbox."""
+
+    def __init__(
+        self,
+        template: str,
+        eos_token: str,
+        bos_token: str,
+        add_generation_prompt: bool = True,
+        stop_token_ids: list[int] | None = None,
+    ) -> None:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        self.template = template
+        self.eos_token = eos_token
+        self.bos_token = bos_token
+        self.add_generation_prompt = add_generation_prompt
+        self.stop_token_ids = set(stop_token_ids) if stop_token_ids is not None else None
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        self._environment = env.from_string(template)
+
+    def __call__(
+        self,
+        *,
+        messages: Messages,
+        functions: Any = None,
+        function_call: Any = None,
+        tools: Any = None,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> ChatFormatterResponse:
+        def raise_exception(message: str) -> None:
+            raise ValueError(message)
+
+        def strftime_now(fmt: str) -> str:
+            return time.strftime(fmt)
+
+        prompt = self._environment.render(
+            messages=messages,
+            eos_token=self.eos_token,
+            bos_token=self.bos_token,
+            raise_exception=raise_exception,
+            strftime_now=strftime_now,
+            add_generation_prompt=self.add_generation_prompt,
+            functions=functions,
+            function_call=function_call,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
+        return ChatFormatterResponse(
+            prompt=prompt, stop=[self.eos_token], added_special=True
+        )
+
+    def to_chat_handler(self) -> LlamaChatCompletionHandler:
+        return chat_formatter_to_chat_completion_handler(self)
+
+
+def hf_autotokenizer_to_chat_formatter(pretrained_model_name_or_path: str) -> ChatFormatter:
+    """A formatter from a ``transformers`` tokenizer's chat template."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(pretrained_model_name_or_path)
+
+    def format_autotokenizer(*, messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+        tokenizer.use_default_system_prompt = False
+        prompt: str = tokenizer.apply_chat_template(messages, tokenize=False)
+        return ChatFormatterResponse(prompt=prompt, stop=tokenizer.eos_token)
+
+    return format_autotokenizer
+
+
+def hf_autotokenizer_to_chat_completion_handler(
+    pretrained_model_name_or_path: str,
+) -> LlamaChatCompletionHandler:
+    return chat_formatter_to_chat_completion_handler(
+        hf_autotokenizer_to_chat_formatter(pretrained_model_name_or_path)
+    )
+
+
+def hf_tokenizer_config_to_chat_formatter(
+    tokenizer_config: dict[str, Any], add_generation_prompt: bool = True
+) -> ChatFormatter:
+    """A formatter from a Hugging Face ``tokenizer_config.json``'s chat template. As
+    llama-cpp-python's, it asks for the answer by rendering an empty assistant message
+    after the conversation."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    for key in ("chat_template", "bos_token", "eos_token"):
+        if not isinstance(tokenizer_config.get(key), str):
+            raise ValueError(f"tokenizer_config needs a string {key!r}")
+    bos, eos = tokenizer_config["bos_token"], tokenizer_config["eos_token"]
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    template = env.from_string(tokenizer_config["chat_template"])
+
+    def format_tokenizer_config(*, messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+        msgs: list[Any] = list(messages)
+        if add_generation_prompt:
+            msgs.append({"role": "assistant", "content": ""})
+        prompt = template.render(messages=msgs, bos_token=bos, eos_token=eos, **kwargs)
+        return ChatFormatterResponse(prompt=prompt, stop=[eos, bos], added_special=True)
+
+    return format_tokenizer_config
+
+
+def hf_tokenizer_config_to_chat_completion_handler(
+    tokenizer_config: dict[str, Any], add_generation_prompt: bool = True
+) -> LlamaChatCompletionHandler:
+    return chat_formatter_to_chat_completion_handler(
+        hf_tokenizer_config_to_chat_formatter(tokenizer_config, add_generation_prompt)
+    )
+
+
+# Templates of the GGUF files llama-cpp-python recognises by their exact text.
+_KNOWN_TEMPLATES = {
+    "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}",
+}
+
+
+def guess_chat_format_from_gguf_metadata(metadata: dict[str, str]) -> str | None:
+    """llama-cpp-python's name for a GGUF's chat template, when it is one it knows."""
+    template = metadata.get("tokenizer.chat_template")
+    for name, text in _KNOWN_TEMPLATES.items():
+        if template == text:
+            return name
+    return None
+
+
+# ---- llama-cpp-python's named formats ------------------------------------------------------
+
+
+def _system(messages: Messages) -> str:
+    """The first system message's text ("" if none)."""
+    for m in messages:
+        if m["role"] == "system":
+            return m["content"] or ""  # type: ignore[return-value]
+    return ""
+
+
+def _turns(messages: Messages, roles: dict[str, str]) -> list[tuple[str, str | None]]:
+    """(role label, text) per message of a mapped role; text None unless a string."""
+    return [
+        (roles[m["role"]], m["content"] if isinstance(m.get("content"), str) else None)  # type: ignore[misc]
+        for m in messages
+        if m["role"] in roles
+    ]
+
+
+def _colon(system: str, turns: list[tuple[str, str | None]], seps: Sequence[str], open: str) -> str:
+    """``role: text`` turns, separators alternating over ``seps``; an empty turn is
+    ``role`` + ``open`` (the answer starts there)."""
+    out = system + seps[0]
+    for i, (role, text) in enumerate(turns):
+        out += f"{role}: {text}{seps[i % len(seps)]}" if text else role + open
+    return out
+
+
+def _bare(system: str, turns: list[tuple[str, str | None]], sep: str) -> str:
+    """``role`` + text turns, no separator between label and text."""
+    return system + "".join(role + text + sep if text else role for role, text in turns)
+
+
+def _chatml(system: str, turns: list[tuple[str, str | None]], sep: str) -> str:
+    out = system + sep + "\n" if system else ""
+    return out + "".join(f"{role}\n{text}{sep}\n" if text else f"{role}\n" for role, text in turns)
+
+
+def _answer(turns: list[tuple[str, str | None]], label: str) -> list[tuple[str, str | None]]:
+    return [*turns, (label, None)]
+
+
+def _format(name: str) -> Callable[[Callable[..., ChatFormatterResponse]], ChatFormatter]:
+    def decorator(fn: Callable[..., ChatFormatterResponse]) -> ChatFormatter:
+        BUILTIN_FORMATS.add(name)
+        return register_chat_format(name)(fn)
+
+    return decorator
+
+
+@_format("llama-2")
+def format_llama2(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = _system(messages)
+    if system:
+        system = f"[INST] <<SYS>>\n{system}\n<</SYS>>"
+    out = system + " "
+    seps = (" ", "</s>")
+    for i, (role, text) in enumerate(_turns(messages, {"user": "<s>[INST]", "assistant": "[/INST]"})):
+        if system and i == 0:
+            out += (text or "") + seps[0]
+        elif text:
+            out += f"{role}{text} {seps[i % 2]}"
+        else:
+            out += role + " "
+    return ChatFormatterResponse(prompt=out + "[/INST]")
+
+
+@_format("llama-3")
+def format_llama3(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    def head(role: str) -> str:
+        return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
+
+    roles = {r: head(r) for r in ("system", "user", "assistant")}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_bare("", turns, "<|eot_id|>"), stop="<|eot_id|>")
+
+
+@_format("alpaca")
+def format_alpaca(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    turns = _turns(messages, {"user": "### Instruction", "assistant": "### Response"})
+    return ChatFormatterResponse(prompt=_colon(_system(messages), turns, ("\n\n", "</s>"), ":"))
+
+
+@_format("qwen")
+def format_qwen(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = "<|im_start|>system\n" + (_system(messages) or "You are a helpful assistant.")
+    roles = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_chatml(system, turns, "<|im_end|>"), stop="<|endoftext|>")
+
+
+@_format("vicuna")
+def format_vicuna(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = (
+        "A chat between a curious user and an artificial intelligence assistant. The "
+        "assistant gives helpful, detailed, and polite answers to the user's questions."
+    )
+    turns = _answer(_turns(messages, {"user": "USER", "assistant": "ASSISTANT"}), "ASSISTANT")
+    return ChatFormatterResponse(prompt=_colon(system, turns, (" ", "</s>"), ":"))
+
+
+@_format("chatml")
+def format_chatml(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = "<|im_start|>system\n" + _system(messages)
+    roles = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_chatml(system, turns, "<|im_end|>"), stop="<|im_end|>")
+
+
+@_format("mistral-instruct")
+def format_mistral_instruct(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    prompt = ""
+    for m in messages:
+        content = m.get("content")
+        if m["role"] == "user" and isinstance(content, str):
+            prompt += "[INST] " + content
+        elif m["role"] == "assistant" and content is not None:
+            prompt += f" [/INST]{content}</s>"
+    return ChatFormatterResponse(prompt=prompt + " [/INST]", stop="</s>")
+
+
+@_format("zephyr")
+def format_zephyr(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = "<|system|>\n" + _system(messages)
+    roles = {"user": "<|user|>\n", "assistant": "<|assistant|>\n"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_chatml(system, turns, "</s>"), stop="</s>")
+
+
+@_format("gemma")
+def format_gemma(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    roles = {"user": "<start_of_turn>user\n", "assistant": "<start_of_turn>model\n"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    sep = "<end_of_turn>\n"
+    return ChatFormatterResponse(prompt=_bare("", turns, sep), stop=sep)
+
+
+@_format("openchat")
+def format_openchat(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = _system(messages) + "<|end_of_turn|>"
+    roles = {"user": "GPT4 Correct User: ", "assistant": "<|end_of_turn|>GPT4 Correct Assistant: "}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    sep = "<|end_of_turn|>"
+    return ChatFormatterResponse(prompt=_chatml(system, turns, sep), stop=sep)
+
+
+@_format("phind")
+def format_phind(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = "### System Prompt\nYou are an intelligent programming assistant."
+    roles = {"user": "### User Message", "assistant": "### Assistant"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_colon(system, turns, ("\n\n",), ":"))
+
+
+# ---- vision handlers under llama-cpp-python's names ----------------------------------------
+
+MTMDChatHandler = _Mtmd
+Llava15ChatHandler = _Llava15
