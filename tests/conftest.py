@@ -7,6 +7,7 @@ downloaded from a hub and never committed.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,6 +25,14 @@ import llama_cy as lc
 # Child Pythons started by the tests (python -c ..., python -m ...) must import the
 # installed llama_cy, not the uncompiled source folder of the working directory.
 os.environ["PYTHONSAFEPATH"] = "1"
+
+# ``llama_cpp`` (llama-cpp-python's name, the pure-Python distribution in compat/) from
+# this checkout, for the tests and their child Pythons.
+COMPAT = Path(__file__).resolve().parent.parent / "compat"
+sys.path.insert(0, str(COMPAT))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(COMPAT), os.environ.get("PYTHONPATH", "")) if p
+)
 
 TINY_VERSION = 1  # bump when write_tiny_llama changes, so cached files are rebuilt
 PROJECTOR_VERSION = 2  # the same for the tiny multimodal projectors

@@ -287,9 +287,8 @@ class Llama(llama_cy.Llama):
         # A handler function, or a format registered in Python, renders the prompt here;
         # llama_cy's own chat engine takes the rest.
         self._chat_function = _chat_function(chat_format, chat_handler)
+        python_format = chat_format if self._chat_function is not None else None
         if self._chat_function is not None:
-            if chat_format is not None and chat_handler is None:
-                self._init_args["chat_format"] = chat_format
             chat_format = chat_handler = None
         super().__init__(
             model_path,
@@ -335,6 +334,16 @@ class Llama(llama_cy.Llama):
             verbose=verbose,
             **kwargs,
         )
+        if python_format is not None:
+            self.chat_format = python_format
+        if chat_format is None and chat_handler is None and self._chat_function is None:
+            # llama-cpp-python's choice: the model's template, else its llama-2 format.
+            if self._model.chat_template() is None:
+                self.chat_format = "llama-2"
+                self._init_args["chat_format"] = "llama-2"
+                self._chat_function = llama_chat_format.get_chat_completion_handler("llama-2")
+            else:
+                self.chat_format = "chat_template.default"
         self.tokenizer_ = LlamaTokenizer(self)
         self._is_recurrent = self._model.is_recurrent
         self._is_hybrid = self._model.is_hybrid
@@ -804,7 +813,7 @@ def _chat_function(chat_format: str | None, chat_handler: Any) -> Any:
         if not callable(chat_handler):
             raise TypeError(f"chat_handler must be callable, not {type(chat_handler).__name__}")
         return chat_handler
-    if chat_format is None or chat_format in llama_chat_format.BUILTIN_FORMATS:
+    if chat_format is None:
         return None
     try:
         return llama_chat_format.get_chat_completion_handler(chat_format)

@@ -117,15 +117,15 @@ def register_chat_completion_handler(
     return decorator
 
 
-#: Formats this module defines (llama-cpp-python's names). ``Llama`` renders these
-#: through llama.cpp's chat engine; formats registered later are rendered here.
-BUILTIN_FORMATS: set[str] = set()
+#: The formatter of each named format (llama-cpp-python's and registered ones).
+FORMATTERS: dict[str, ChatFormatter] = {}
 
 
 def register_chat_format(name: str) -> Callable[[ChatFormatter], ChatFormatter]:
     """Register ``formatter`` under ``name`` as a chat handler (and a chat format)."""
 
     def decorator(formatter: ChatFormatter) -> ChatFormatter:
+        FORMATTERS[name] = formatter
         LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
             name, chat_formatter_to_chat_completion_handler(formatter), overwrite=True
         )
@@ -140,27 +140,101 @@ def register_chat_format(name: str) -> Callable[[ChatFormatter], ChatFormatter]:
 def chat_formatter_to_chat_completion_handler(
     chat_formatter: ChatFormatter,
 ) -> LlamaChatCompletionHandler:
-    """A handler that renders the prompt with ``chat_formatter`` and completes it."""
+    """A handler that renders the prompt with ``chat_formatter`` and completes it, as
+    llama-cpp-python's: its chat defaults (temperature 0.2, repeat penalty 1.1), JSON
+    ``response_format`` and a named ``tool_choice`` as grammars, legacy ``functions``
+    and ``function_call`` as tools."""
 
-    def handler(*, llama: Any, messages: Messages, **kwargs: Any) -> Any:
-        result = chat_formatter(messages=messages, **_formatter_kwargs(kwargs))
-        stop = kwargs.pop("stop", None) or []
-        stop = [stop] if isinstance(stop, str) else list(stop)
-        if result.stop is not None:
-            stop += [result.stop] if isinstance(result.stop, str) else list(result.stop)
-        tokens = llama.tokenize(
+    def handler(
+        *,
+        llama: Any,
+        messages: Messages,
+        functions: list[Any] | None = None,
+        function_call: Any = None,
+        tools: list[Any] | None = None,
+        tool_choice: Any = None,
+        temperature: float = 0.2,
+        top_p: float = 0.95,
+        top_k: int = 40,
+        min_p: float = 0.05,
+        typical_p: float = 1.0,
+        stream: bool = False,
+        stop: str | list[str] | None = None,
+        seed: int | None = None,
+        response_format: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        presence_penalty: float = 0.0,
+        frequency_penalty: float = 0.0,
+        repeat_penalty: float = 1.1,
+        tfs_z: float = 1.0,
+        mirostat_mode: int = 0,
+        mirostat_tau: float = 5.0,
+        mirostat_eta: float = 0.1,
+        model: str | None = None,
+        logits_processor: Any = None,
+        grammar: Any = None,
+        logit_bias: dict[str, float] | None = None,
+        logprobs: bool | None = None,
+        top_logprobs: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        result = chat_formatter(
+            messages=messages,
+            functions=functions,
+            function_call=function_call,
+            tools=tools,
+            tool_choice=tool_choice,
+            **kwargs,
+        )
+        prompt = llama.tokenize(
             result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
         )
-        response_format = kwargs.pop("response_format", None)
-        if response_format is not None and kwargs.get("grammar") is None:
-            kwargs["grammar"] = _grammar_for_response_format(response_format)
-        for name in ("tools", "tool_choice", "functions", "function_call", "logprobs"):
-            kwargs.pop(name, None)
-        top_logprobs = kwargs.pop("top_logprobs", None)
-        stream = bool(kwargs.pop("stream", False))
+        stops = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
+        if result.stop is not None:
+            stops += result.stop if isinstance(result.stop, list) else [result.stop]
+        if response_format is not None and response_format.get("type") == "json_object":
+            grammar = _grammar_for_response_format(response_format)
+        if functions is not None:
+            tools = [{"type": "function", "function": f} for f in functions]
+        if isinstance(function_call, str) and function_call in ("none", "auto"):
+            tool_choice = function_call
+        elif isinstance(function_call, dict) and "name" in function_call:
+            tool_choice = {"type": "function", "function": {"name": function_call["name"]}}
+        tool_name = None
+        if isinstance(tool_choice, dict) and tools is not None:
+            tool_name = tool_choice["function"]["name"]
+            tool = next((t for t in tools if t["function"]["name"] == tool_name), None)
+            if tool is None:
+                raise ValueError(f"Tool choice '{tool_name}' not found in tools.")
+            grammar = _grammar_for_schema(tool["function"].get("parameters"))
         completion = llama.create_completion(
-            prompt=tokens, stop=stop, stream=stream, logprobs=top_logprobs, **kwargs
+            prompt=prompt,
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            typical_p=typical_p,
+            logprobs=top_logprobs if logprobs else None,
+            stream=stream,
+            stop=stops,
+            seed=seed,
+            max_tokens=max_tokens,
+            presence_penalty=presence_penalty,
+            frequency_penalty=frequency_penalty,
+            repeat_penalty=repeat_penalty,
+            mirostat_mode=mirostat_mode,
+            mirostat_tau=mirostat_tau,
+            mirostat_eta=mirostat_eta,
+            model=model,
+            logits_processor=logits_processor,
+            stopping_criteria=result.stopping_criteria,
+            grammar=grammar,
+            logit_bias=logit_bias,
         )
+        if tool_name is not None:
+            if stream:
+                return _chunks_to_tool_call(tool_name, completion)
+            return _completion_to_tool_call(tool_name, completion)
         if stream:
             return _chunks_to_chat(completion)
         return _completion_to_chat(completion)
@@ -168,11 +242,77 @@ def chat_formatter_to_chat_completion_handler(
     return handler  # type: ignore[return-value]
 
 
-_SAMPLING = {"temperature", "top_p", "top_k", "min_p", "typical_p", "stream", "stop", "seed"}
+def _grammar_for_schema(schema: Any) -> Any:
+    from .llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
+
+    try:
+        return LlamaGrammar.from_string(json_schema_to_gbnf(schema or {}))
+    except ValueError:  # a schema llama.cpp's converter refuses: any JSON, as there
+        return LlamaGrammar.from_string(JSON_GBNF)
 
 
-def _formatter_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if k not in _SAMPLING}
+def _completion_to_tool_call(name: str, completion: dict[str, Any]) -> dict[str, Any]:
+    text = completion["choices"][0]["text"]
+    return {
+        "id": "chat" + completion["id"],
+        "object": "chat.completion",
+        "created": completion["created"],
+        "model": completion["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": name, "arguments": text},
+                    "tool_calls": [
+                        {
+                            "id": f"call__0_{name}_{completion['id']}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": text},
+                        }
+                    ],
+                },
+                "logprobs": completion["choices"][0].get("logprobs"),
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": completion["usage"],
+    }
+
+
+def _chunks_to_tool_call(name: str, chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    first = True
+    for chunk in chunks:
+        base = {
+            "id": "chat" + chunk["id"],
+            "object": "chat.completion.chunk",
+            "created": chunk["created"],
+            "model": chunk["model"],
+        }
+        choice = chunk["choices"][0]
+        call: dict[str, Any] = {"index": 0, "function": {"arguments": choice["text"]}}
+        if first:
+            call = {
+                "index": 0,
+                "id": f"call__0_{name}_{chunk['id']}",
+                "type": "function",
+                "function": {"name": name, "arguments": choice["text"]},
+            }
+            first = False
+        done = choice["finish_reason"] is not None
+        delta: dict[str, Any] = {} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
+        yield {
+            **base,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": delta,
+                    "logprobs": choice.get("logprobs"),
+                    "finish_reason": "tool_calls" if done else None,
+                }
+            ],
+        }
 
 
 def _grammar_for_response_format(response_format: dict[str, Any]) -> Any:
@@ -412,7 +552,6 @@ def _answer(turns: list[tuple[str, str | None]], label: str) -> list[tuple[str, 
 
 def _format(name: str) -> Callable[[Callable[..., ChatFormatterResponse]], ChatFormatter]:
     def decorator(fn: Callable[..., ChatFormatterResponse]) -> ChatFormatter:
-        BUILTIN_FORMATS.add(name)
         return register_chat_format(name)(fn)
 
     return decorator

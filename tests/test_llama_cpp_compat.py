@@ -1,0 +1,210 @@
+"""``import llama_cpp`` (compat/): llama-cpp-python's names and behaviours that programs
+built on it use, one test per gap that issue 33 found on llama_cy alone."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from child import run_python
+
+import llama_cpp
+import llama_cy
+from llama_cpp import llama_chat_format, llama_types
+from llama_cpp.llama_cache import LlamaDiskCache, LlamaRAMCache
+from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+from llama_cpp.llama_tokenizer import LlamaHFTokenizer, LlamaTokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+SPM = ROOT / "subprojects" / "llama.cpp" / "models" / "ggml-vocab-llama-spm.gguf"
+
+
+@pytest.fixture
+def llm(tiny_model_path: Path) -> llama_cpp.Llama:
+    return llama_cpp.Llama(str(tiny_model_path), n_ctx=128, verbose=False)
+
+
+def test_the_names_programs_import_exist() -> None:
+    for name in (
+        "Llama", "LlamaGrammar", "LogitsProcessorList", "StoppingCriteriaList", "LlamaState",
+        "LlamaRAMCache", "LlamaDiskCache", "LlamaCache", "ChatCompletionRequestUserMessage",
+        "LLAMA_SPLIT_MODE_LAYER", "LLAMA_POOLING_TYPE_MEAN", "GGML_TYPE_Q8_0",
+        "LLAMA_DEFAULT_SEED", "llama_batch_init", "llama_decode", "llama_get_logits",
+    ):  # fmt: skip
+        assert hasattr(llama_cpp, name), name
+    assert llama_types.ChatCompletionRequestUserMessage(role="user", content="x")["role"] == "user"
+    assert callable(llama_chat_format.format_mistral_instruct)
+    assert llama_chat_format.MTMDChatHandler is llama_cy.MtmdChatHandler
+    assert LlamaHFTokenizer and LlamaTokenizer
+    assert llama_cpp.__version__.startswith("0.3.")
+
+
+def test_the_package_does_not_shadow_llama_cpp_python(tmp_path: Path) -> None:
+    """With llama-cpp-python's metadata in the environment, the import refuses."""
+    fake = tmp_path / "llama_cpp_python-0.3.36.dist-info"
+    fake.mkdir()
+    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: llama-cpp-python\nVersion: 0.3.36\n")
+    result = run_python(
+        "import sys; sys.path.insert(0, sys.argv[1]); import llama_cpp", str(tmp_path)
+    )
+    assert result.returncode != 0
+    assert "llama-cpp-python and llama-cy-llama-cpp are both installed" in result.stderr
+
+
+def test_vocab_only_is_a_tokenizer(tiny_model_path: Path) -> None:
+    llm = llama_cpp.Llama(str(SPM), vocab_only=True, verbose=False)
+    assert llm._ctx.ctx is not None
+    tokens = llm.tokenize(b"Hello World")
+    assert tokens == [1, 15043, 2787]
+    assert llm.detokenize(tokens) == b"Hello World"  # no SentencePiece space after BOS
+    assert llm.detokenize(tokens[1:]) == b" Hello World"
+    with pytest.raises(llama_cy.LlamaError, match="vocab_only"):
+        llm.create_completion("Hello", max_tokens=2)
+    with pytest.raises(llama_cy.LlamaError, match="vocab_only"):
+        llm.eval(tokens)
+    llm.reset()  # nothing to clear: no error
+
+
+def test_integer_enums_and_accepted_keywords(tiny_model_path: Path) -> None:
+    llm = llama_cpp.Llama(
+        str(tiny_model_path),
+        n_ctx=64,
+        split_mode=llama_cpp.LLAMA_SPLIT_MODE_LAYER,
+        rope_scaling_type=llama_cpp.LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED,
+        attention_type=llama_cpp.LLAMA_ATTENTION_TYPE_CAUSAL,
+        type_k=llama_cpp.GGML_TYPE_Q8_0,
+        swa_full=True,
+        op_offload=False,
+        n_parts=-1,  # LangChain's legacy keywords, which llama-cpp-python ignores too
+        f16_kv=True,
+        verbose=False,
+    )
+    assert llm.create_completion("Hi", max_tokens=2)["choices"][0]["text"]
+    emb = llama_cpp.Llama(
+        str(tiny_model_path), embedding=True, pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+        verbose=False,
+    )  # fmt: skip
+    assert emb.pooling_type() == "mean"
+    with pytest.raises(ValueError, match="pooling_type=77"):
+        llama_cpp.Llama(str(tiny_model_path), pooling_type=77, verbose=False)
+
+
+def test_seeds_differ_per_call_and_repeat_from_the_seed(tiny_model_path: Path) -> None:
+    def texts(llm: llama_cpp.Llama) -> list[str]:
+        return [llm("The", max_tokens=8, temperature=1.0)["choices"][0]["text"] for _ in range(3)]
+
+    a = texts(llama_cpp.Llama(str(tiny_model_path), seed=1337, verbose=False))
+    b = texts(llama_cpp.Llama(str(tiny_model_path), seed=1337, verbose=False))
+    assert a == b
+    assert len(set(a)) == 3
+
+
+def test_token_loop_state_and_cache(llm: llama_cpp.Llama, tmp_path: Path) -> None:
+    tokens = llm.tokenize(b"The quick brown fox")
+    fresh = [t for t, _ in zip(llm.generate(tokens, temp=0.0), range(4), strict=False)]
+    llm.reset()
+    llm.eval(tokens)
+    assert llm.n_tokens == len(tokens)
+    assert llm.input_ids[: llm.n_tokens].tolist() == tokens
+    assert llm.sample(temp=0.0) == fresh[0]
+    state = llm.save_state()
+    assert isinstance(state, llama_cpp.LlamaState) and state.n_tokens == len(tokens)
+    llm.reset()
+    llm.load_state(state)
+    assert llm.n_tokens == len(tokens)
+    assert [t for t, _ in zip(llm.generate(tokens, temp=0.0), range(4), strict=False)] == fresh
+
+    for cache in (LlamaRAMCache(), LlamaDiskCache(str(tmp_path / "cache"))):
+        llm.reset()
+        llm.set_cache(cache)
+        first = llm.create_completion(tokens, max_tokens=3, temperature=0.0)
+        assert tokens in cache
+        llm.reset()
+        again = llm.create_completion(tokens, max_tokens=3, temperature=0.0)
+        assert again["choices"][0]["text"] == first["choices"][0]["text"]
+    llm.set_cache(None)
+
+
+def test_processors_and_criteria_as_lists_or_bare_functions(llm: llama_cpp.Llama) -> None:
+    target = llm.tokenize(b"Say yes", add_bos=False)[-1]
+
+    def force(ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        scores[:] = -np.inf
+        scores[target] = 0.0
+        return scores
+
+    for processor in (force, llama_cpp.LogitsProcessorList([force])):
+        out = llm.create_completion("Say", max_tokens=3, logits_processor=processor)
+        assert out["choices"][0]["text"].split() == ["yes"] * 3
+    stop = threading.Event()
+    stop.set()
+    for criteria in (
+        lambda ids, logits: stop.is_set(),
+        llama_cpp.StoppingCriteriaList([lambda ids, logits: stop.is_set()]),
+    ):
+        out = llm.create_completion("Say", max_tokens=8, stopping_criteria=criteria)
+        assert out["usage"]["completion_tokens"] <= 1
+
+
+def test_attributes_programs_read(llm: llama_cpp.Llama) -> None:
+    assert llm.context_params.n_ctx == llm.n_ctx()  # LlamaIndex
+    assert llm.model_params.n_gpu_layers == 0
+    assert llm.n_batch == 128  # min(n_ctx, n_batch), as llama-cpp-python
+    assert llm.token_nl() == 13
+    assert llm.tokenizer().decode(llm.tokenizer().encode("hello")) == "hello"
+    assert llm._is_recurrent is False and llm._is_hybrid is False
+    assert llm.chat_format == "llama-2"  # the model has no template: llama-cpp-python's choice
+    clone = pickle.loads(pickle.dumps(llm))
+    assert clone.n_ctx() == llm.n_ctx()
+    out = clone.create_chat_completion_openai_v1(
+        messages=[{"role": "user", "content": "hi"}], max_tokens=2
+    )
+    assert out.choices[0].message.role == "assistant"
+
+
+def test_chat_formats_render_as_llama_cpp_python() -> None:
+    """Against prompts rendered by llama-cpp-python itself (tools/lcp_chat_fixtures.py)."""
+    data = json.loads((ROOT / "tests" / "data" / "lcp_chat_formats.json").read_text())
+    assert len(data["formats"]) >= 11
+    for name, rendered in data["formats"].items():
+        handler = llama_chat_format.get_chat_completion_handler(name)
+        assert handler is not None
+        fn = llama_chat_format.FORMATTERS[name]
+        for messages, want in zip(data["conversations"], rendered, strict=True):
+            got = fn(messages=messages)
+            assert (got.prompt, got.stop, got.added_special) == (
+                want["prompt"], want["stop"], want["added_special"],
+            ), name  # fmt: skip
+
+
+def test_prompt_lookup_positional_order() -> None:
+    lookup = LlamaPromptLookupDecoding(3, 5)
+    assert (lookup.max_ngram_size, lookup.num_pred_tokens) == (3, 5)
+    ids = np.array([4, 5, 6, 4, 5])
+    assert lookup(ids).tolist() == [6, 4, 5]
+
+
+def test_the_distribution_builds_at_llama_cys_version(tmp_path: Path) -> None:
+    version = llama_cy.__version__
+    project = (ROOT / "compat" / "pyproject.toml").read_text()
+    assert f'version = "{version}"' in project
+    assert f'"llama-cy=={version}"' in project
+    source = tmp_path / "src"
+    shutil.copytree(ROOT / "compat", source, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path), str(source)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("llama_cy_llama_cpp-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in ("__init__", "llama", "llama_cpp", "_internals", "llama_chat_format"):
+        assert f"llama_cpp/{module}.py" in names
