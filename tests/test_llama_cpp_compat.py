@@ -12,16 +12,16 @@ import threading
 import zipfile
 from pathlib import Path
 
+import llama_cpp
 import numpy as np
 import pytest
 from child import run_python
-
-import llama_cpp
-import llama_cy
 from llama_cpp import llama_chat_format, llama_types
 from llama_cpp.llama_cache import LlamaDiskCache, LlamaRAMCache
 from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 from llama_cpp.llama_tokenizer import LlamaHFTokenizer, LlamaTokenizer
+
+import llama_cy
 
 ROOT = Path(__file__).resolve().parent.parent
 SPM = ROOT / "subprojects" / "llama.cpp" / "models" / "ggml-vocab-llama-spm.gguf"
@@ -43,7 +43,8 @@ def test_the_names_programs_import_exist() -> None:
     assert llama_types.ChatCompletionRequestUserMessage(role="user", content="x")["role"] == "user"
     assert callable(llama_chat_format.format_mistral_instruct)
     assert llama_chat_format.MTMDChatHandler is llama_cy.MtmdChatHandler
-    assert LlamaHFTokenizer and LlamaTokenizer
+    assert issubclass(LlamaHFTokenizer, llama_cpp.llama_tokenizer.BaseLlamaTokenizer)
+    assert issubclass(LlamaTokenizer, llama_cpp.llama_tokenizer.BaseLlamaTokenizer)
     assert llama_cpp.__version__.startswith("0.3.")
 
 
@@ -51,7 +52,8 @@ def test_the_package_does_not_shadow_llama_cpp_python(tmp_path: Path) -> None:
     """With llama-cpp-python's metadata in the environment, the import refuses."""
     fake = tmp_path / "llama_cpp_python-0.3.36.dist-info"
     fake.mkdir()
-    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: llama-cpp-python\nVersion: 0.3.36\n")
+    metadata = "Metadata-Version: 2.1\nName: llama-cpp-python\nVersion: 0.3.36\n"
+    (fake / "METADATA").write_text(metadata)
     result = run_python(
         "import sys; sys.path.insert(0, sys.argv[1]); import llama_cpp", str(tmp_path)
     )
@@ -116,7 +118,8 @@ def test_token_loop_state_and_cache(llm: llama_cpp.Llama, tmp_path: Path) -> Non
     assert llm.input_ids[: llm.n_tokens].tolist() == tokens
     assert llm.sample(temp=0.0) == fresh[0]
     state = llm.save_state()
-    assert isinstance(state, llama_cpp.LlamaState) and state.n_tokens == len(tokens)
+    assert isinstance(state, llama_cpp.LlamaState)
+    assert state.n_tokens == len(tokens)
     llm.reset()
     llm.load_state(state)
     assert llm.n_tokens == len(tokens)
@@ -160,7 +163,8 @@ def test_attributes_programs_read(llm: llama_cpp.Llama) -> None:
     assert llm.n_batch == 128  # min(n_ctx, n_batch), as llama-cpp-python
     assert llm.token_nl() == 13
     assert llm.tokenizer().decode(llm.tokenizer().encode("hello")) == "hello"
-    assert llm._is_recurrent is False and llm._is_hybrid is False
+    assert llm._is_recurrent is False
+    assert llm._is_hybrid is False
     assert llm.chat_format == "llama-2"  # the model has no template: llama-cpp-python's choice
     clone = pickle.loads(pickle.dumps(llm))
     assert clone.n_ctx() == llm.n_ctx()

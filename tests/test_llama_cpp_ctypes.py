@@ -14,12 +14,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import numpy as np
-import pytest
+from typing import Any
 
 import llama_cpp
-from llama_cpp import llama_cpp as C
+import numpy as np
+import pytest
+from llama_cpp import llama_cpp as capi
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "compat" / "llama_cpp" / "llama_cpp.py"
@@ -34,18 +34,16 @@ def declared() -> list[tuple[str, str]]:
     return [(name, proto) for proto, name in pairs]
 
 
-def ctypes_kind(t: object) -> tuple[int, int]:
+def ctypes_kind(t: Any) -> tuple[int, int]:
     """(size, GCC type class) of a ctypes type as the C ABI sees it."""
-    assert isinstance(t, type)
     if issubclass(t, ctypes.c_void_p | ctypes.c_char_p | ctypes._Pointer | ctypes._CFuncPtr):  # type: ignore[attr-defined]
         return ctypes.sizeof(t), POINTER
     if issubclass(t, ctypes.Union):
         return ctypes.sizeof(t), UNION
     if issubclass(t, ctypes.Structure):
         return ctypes.sizeof(t), RECORD
-    if t in (ctypes.c_float, ctypes.c_double):
-        return ctypes.sizeof(t), REAL
-    return ctypes.sizeof(t), INTEGER
+    size = ctypes.sizeof(t)
+    return size, REAL if t in (ctypes.c_float, ctypes.c_double) else INTEGER
 
 
 def split_params(proto: str) -> tuple[str, list[str]]:
@@ -74,9 +72,7 @@ def split_params(proto: str) -> tuple[str, list[str]]:
 
 def compile_and_run(tmp_path: Path, body: str, llama_cpp_source: Path) -> str:
     src = tmp_path / "check.c"
-    src.write_text(
-        "#include <stdio.h>\n#include <stddef.h>\n#include \"llama.h\"\n" + body
-    )
+    src.write_text('#include <stdio.h>\n#include <stddef.h>\n#include "llama.h"\n' + body)
     exe = tmp_path / "check"
     inc = [f"-I{llama_cpp_source / 'include'}", f"-I{llama_cpp_source / 'ggml' / 'include'}"]
     build = subprocess.run(
@@ -114,12 +110,10 @@ def test_prototypes_compile_against_the_header(tmp_path: Path, llama_cpp_source:
     compile_and_run(tmp_path, protos + "int main(void) { return 0; }\n", llama_cpp_source)
 
 
-def test_argument_and_return_types_match_the_c_abi(
-    tmp_path: Path, llama_cpp_source: Path
-) -> None:
+def test_argument_and_return_types_match_the_c_abi(tmp_path: Path, llama_cpp_source: Path) -> None:
     lines, expected = [], []
     for name, proto in declared():
-        fn = getattr(C, name)
+        fn = getattr(capi, name)
         ret, params = split_params(proto)
         assert len(params) == len(fn.argtypes), (name, params, fn.argtypes)
         for i, (ctype, argtype) in enumerate(zip(params, fn.argtypes, strict=True)):
@@ -151,18 +145,20 @@ def test_argument_and_return_types_match_the_c_abi(
 
 def test_struct_layouts_match_the_header(tmp_path: Path, llama_cpp_source: Path) -> None:
     lines, expected = [], []
-    for name in dir(C):
-        t = getattr(C, name)
-        if not (isinstance(t, type) and issubclass(t, ctypes.Structure)) or t.__module__ != C.__name__:
+    for name in dir(capi):
+        t = getattr(capi, name)
+        if (
+            not (isinstance(t, type) and issubclass(t, ctypes.Structure))
+            or t.__module__ != capi.__name__
+        ):
             continue
         lines.append(f'printf("{name} size %zu\\n", sizeof(struct {name}));')
         expected.append(f"{name} size {ctypes.sizeof(t)}")
         anonymous = getattr(t, "_anonymous_", ())
-        for field, ftype in t._fields_:
+        fields: Any = t._fields_
+        for field, ftype, *_ in fields:
             c_field = ftype._fields_[0][0] if field in anonymous else field
-            lines.append(
-                f'printf("{name}.{field} %zu\\n", offsetof(struct {name}, {c_field}));'
-            )
+            lines.append(f'printf("{name}.{field} %zu\\n", offsetof(struct {name}, {c_field}));')
             expected.append(f"{name}.{field} {getattr(t, field).offset}")
     assert len(expected) > 100
     out = compile_and_run(
@@ -173,15 +169,15 @@ def test_struct_layouts_match_the_header(tmp_path: Path, llama_cpp_source: Path)
 
 def test_constants_match_the_header(tmp_path: Path, llama_cpp_source: Path) -> None:
     names = [
-        n for n in dir(C)
-        if re.fullmatch(r"(LLAMA|GGML)_[A-Z0-9_]+", n) and isinstance(getattr(C, n), int)
+        n for n in dir(capi)
+        if re.fullmatch(r"(LLAMA|GGML)_[A-Z0-9_]+", n) and isinstance(getattr(capi, n), int)
         and n != "LLAMA_MAX_DEVICES"
     ]  # fmt: skip
     assert len(names) > 100
     body = "".join(f'printf("{n} %lld\\n", (long long)({n}));\n' for n in names)
     out = compile_and_run(tmp_path, "int main(void) {\n" + body + "return 0; }\n", llama_cpp_source)
-    assert out.splitlines() == [f"{n} {getattr(C, n)}" for n in names]
-    assert C.LLAMA_MAX_DEVICES == C.llama_max_devices()
+    assert out.splitlines() == [f"{n} {getattr(capi, n)}" for n in names]
+    assert capi.llama_max_devices() == capi.LLAMA_MAX_DEVICES
 
 
 # ---- both layers on one model and context (outlines, guidance) ----------------------------
@@ -193,23 +189,24 @@ def llm(tiny_model_path: Path) -> llama_cpp.Llama:
 
 
 def test_model_and_ctx_are_the_addresses_the_ctypes_layer_takes(llm: llama_cpp.Llama) -> None:
-    assert isinstance(llm.model, int) and isinstance(llm.ctx, int)
-    assert C.llama_n_ctx(llm.ctx) == llm.n_ctx()
-    vocab = C.llama_model_get_vocab(llm.model)
-    assert C.llama_vocab_n_tokens(vocab) == llm.n_vocab()
+    assert isinstance(llm.model, int)
+    assert isinstance(llm.ctx, int)
+    assert capi.llama_n_ctx(llm.ctx) == llm.n_ctx()
+    vocab = capi.llama_model_get_vocab(llm.model)
+    assert capi.llama_vocab_n_tokens(vocab) == llm.n_vocab()
     token = llm.tokenize(b"Hello", add_bos=False)[0]
     buf = ctypes.create_string_buffer(32)
-    n = C.llama_token_to_piece(vocab, token, buf, 32, 0, False)
+    n = capi.llama_token_to_piece(vocab, token, buf, 32, 0, False)
     assert buf.raw[:n] == llm.detokenize([token])
     # llguidance reads llama_tokenize through the library handle.
-    assert C._lib.llama_tokenize is C.llama_tokenize
+    assert capi._lib.llama_tokenize is capi.llama_tokenize
 
 
 def test_a_hand_written_batch_decodes_in_the_llamas_context(llm: llama_cpp.Llama) -> None:
     """guidance's loop: llama_batch_init, fields written by hand, llama_decode,
     llama_get_logits read through NumPy, llama_memory_seq_rm."""
     tokens = llm.tokenize(b"The quick brown fox")
-    batch = C.llama_batch_init(len(tokens), 0, 1)
+    batch = capi.llama_batch_init(len(tokens), 0, 1)
     try:
         batch.n_tokens = len(tokens)
         for i, t in enumerate(tokens):
@@ -218,11 +215,13 @@ def test_a_hand_written_batch_decodes_in_the_llamas_context(llm: llama_cpp.Llama
             batch.n_seq_id[i] = 1
             batch.seq_id[i][0] = 0
             batch.logits[i] = i == len(tokens) - 1
-        assert C.llama_decode(llm.ctx, batch) == 0
-        logits = np.ctypeslib.as_array(C.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),)).copy()
+        assert capi.llama_decode(llm.ctx, batch) == 0
+        logits = np.ctypeslib.as_array(
+            capi.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),)
+        ).copy()
     finally:
-        C.llama_batch_free(batch)
-    assert C.llama_memory_seq_rm(C.llama_get_memory(llm.ctx), 0, -1, -1)
+        capi.llama_batch_free(batch)
+    assert capi.llama_memory_seq_rm(capi.llama_get_memory(llm.ctx), 0, -1, -1)
     llm.reset()
     llm.eval(tokens)
     np.testing.assert_allclose(llm.scores[-1], logits, rtol=1e-5, atol=1e-5)

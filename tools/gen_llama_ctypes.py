@@ -19,6 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA_CPP = ROOT / "subprojects" / "llama.cpp"
@@ -117,7 +118,7 @@ class Parser:
         self.gen = c_generator.CGenerator()
         self.tree = c_parser.CParser().parse(preprocess(header), filename=str(header))
         self.own = header.name
-        self.typedefs: dict[str, object] = {}  # name -> its declarator node
+        self.typedefs: dict[str, Any] = {}  # name -> its declarator node
         self.enum_values: dict[str, int] = {}
         self.enums: dict[str, list[tuple[str, int]]] = {}
         self.defined: set[str] = set()  # structs llama.h defines
@@ -128,7 +129,7 @@ class Parser:
 
     # ---- types ------------------------------------------------------------------------
 
-    def const(self, expr: object) -> int:
+    def const(self, expr: Any) -> int:
         a = self.ast
         if isinstance(expr, a.Constant):
             return int(expr.value.rstrip("uUlL"), 0)
@@ -141,14 +142,14 @@ class Parser:
             return {"<<": x << y, "|": x | y, "+": x + y, "-": x - y, "*": x * y}[expr.op]
         raise ValueError(f"constant {self.gen.visit(expr)}")
 
-    def enum(self, node: object) -> None:
+    def enum(self, node: Any) -> None:
         values, nxt = [], 0
-        for item in node.values.enumerators:  # type: ignore[attr-defined]
+        for item in node.values.enumerators:
             nxt = self.const(item.value) if item.value is not None else nxt
             self.enum_values[item.name] = nxt
             values.append((item.name, nxt))
             nxt += 1
-        self.enums[node.name] = values  # type: ignore[attr-defined]
+        self.enums[node.name] = values
 
     def use_enum(self, name: str | None) -> str:
         if name and name in self.enums and name not in self.used_enums:
@@ -169,7 +170,7 @@ class Parser:
             return name
         return self.ctype(self.typedefs[name])
 
-    def ctype(self, node: object) -> str:
+    def ctype(self, node: Any) -> str:
         a = self.ast
         if isinstance(node, a.TypeDecl):
             inner = node.type
@@ -202,7 +203,7 @@ class Parser:
                         return f"ctypes.POINTER({inner.name})"
                     return "ctypes.c_void_p"  # a struct llama.h keeps opaque: an address
             pointee = self.ctype(target)
-            if pointee == "None" or pointee.isidentifier() and pointee not in self.known(pointee):
+            if pointee == "None" or (pointee.isidentifier() and pointee not in self.known(pointee)):
                 return "ctypes.c_void_p"  # void *, or a struct outside llama.h (FILE): an address
             return f"ctypes.POINTER({pointee})"
         raise ValueError(f"type {self.gen.visit(node)}")
@@ -211,8 +212,8 @@ class Parser:
         """Names the module defines (a pointer to anything else is an address)."""
         return {*self.defined, "llama_pos", "llama_seq_id", "llama_state_seq_flags"}
 
-    def params(self, fn: object) -> list[object]:
-        args = fn.args  # type: ignore[attr-defined]
+    def params(self, fn: Any) -> list[Any]:
+        args = fn.args
         if args is None:
             return []
         out = list(args.params)
@@ -220,8 +221,8 @@ class Parser:
             return []  # (void)
         return out
 
-    def callback(self, fn: object) -> str:
-        ret = self.ctype(fn.type)  # type: ignore[attr-defined]
+    def callback(self, fn: Any) -> str:
+        ret = self.ctype(fn.type)
         if ret.startswith("ctypes.POINTER") or ret == "ctypes.c_char_p" or ret.endswith("_p"):
             ret = "ctypes.c_void_p"  # ctypes callbacks return pointers as addresses
         elif not ret.startswith("ctypes.") and ret not in self.defined and ret != "None":
@@ -229,13 +230,13 @@ class Parser:
         args = [self.ctype(p.type) for p in self.params(fn)]
         return f"ctypes.CFUNCTYPE({', '.join([ret, *args])})"
 
-    def struct(self, node: object, typedef: str | None = None) -> None:
+    def struct(self, node: Any, typedef: str | None = None) -> None:
         a = self.ast
-        name = node.name or typedef  # type: ignore[attr-defined]
+        name = node.name or typedef
         fields: list[tuple[str, str]] = []
         anonymous: list[str] = []
         by_value: set[str] = set()
-        for decl in node.decls:  # type: ignore[attr-defined]
+        for decl in node.decls:
             if decl.name is None and isinstance(decl.type, a.Union):
                 # llama-cpp-python names the anonymous union "value"; both spellings work.
                 union = f"{name}_value"
@@ -249,7 +250,7 @@ class Parser:
             if isinstance(decl.type, a.TypeDecl) and isinstance(decl.type.type, a.Struct):
                 by_value.add(t)
             fields.append((decl.name, t))
-        self.mod.structs.append(Struct(name, "ctypes.Structure", fields, anonymous, by_value))
+        self.mod.structs.append(Struct(str(name), "ctypes.Structure", fields, anonymous, by_value))
 
     # ---- the walk ---------------------------------------------------------------------
 
@@ -293,7 +294,7 @@ class Parser:
         self.mod.callbacks = {n: self.callback_defs[n] for n in self.used_callbacks}
         return self.mod
 
-    def is_own(self, ext: object) -> bool:
+    def is_own(self, ext: Any) -> bool:
         coord = getattr(ext, "coord", None)
         return coord is not None and Path(str(coord.file)).name == self.own
 
@@ -332,7 +333,7 @@ of llama_cy stays guarded. The library is the one llama_cy's extension modules u
 ``Llama.model`` and ``Llama.ctx`` (addresses) can be passed to these functions.
 """
 
-# ruff: noqa: E501, N801, N816
+# ruff: noqa: E501, N801
 
 from __future__ import annotations
 
@@ -343,11 +344,8 @@ from typing import Any, NewType
 import llama_cy
 
 _lib_dir = Path(llama_cy.get_lib_dir())
-_lib_path = next(
-    (p for n in ("libllama.so.0", "libllama.so", "libllama.0.dylib", "libllama.dylib", "llama.dll")
-     if (p := _lib_dir / n).is_file()),
-    _lib_dir / "libllama.so",
-)
+_names = ("libllama.so.0", "libllama.so", "libllama.0.dylib", "libllama.dylib", "llama.dll")
+_lib_path = next((p for n in _names if (p := _lib_dir / n).is_file()), _lib_dir / "libllama.so")
 _lib = ctypes.CDLL(str(_lib_path))
 
 
@@ -411,10 +409,16 @@ def render(header: Path) -> str:
     for name, args, ret, proto in mod.functions:
         out.append(f"\n# {proto}")
         out.append(f'{name} = _function("{name}", [{", ".join(args)}], {ret})')
-    out.append(
-        "\n__all__ = [n for n in dir() if n.startswith(('llama_', 'LLAMA_', 'GGML_', 'ggml_', 'gguf_'))]"
-    )
-    return "\n".join(out) + "\n"
+    return formatted("\n".join(out) + "\n")
+
+
+def formatted(text: str) -> str:
+    """``text`` as ``ruff format`` writes it (the project's style for checked-in code)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUT), "-"],
+        input=text, capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    return result.stdout
 
 
 def main() -> int:

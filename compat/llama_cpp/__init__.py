@@ -27,8 +27,8 @@ def _refuse_shadowing() -> None:
 
 _refuse_shadowing()
 
-from .llama_cpp import *  # noqa: E402, F403
 from .llama import *  # noqa: E402, F403
+from .llama_cpp import *  # noqa: E402, F403
 from .llama_types import *  # noqa: E402, F403
 
 #: The llama-cpp-python API level this package follows.

@@ -21,7 +21,7 @@ from . import llama_cpp
 __all__ = ["LlamaBatch", "LlamaContext", "LlamaCyContext", "LlamaModel", "LlamaSampler"]
 
 
-def _name(prefix: str, value: int) -> str | None:
+def _name(prefix: str, value: int) -> Any:
     """The lower-case name of a llama.h enum value; None for UNSPECIFIED (-1)."""
     for name in dir(llama_cpp):
         if name.startswith(prefix) and getattr(llama_cpp, name) == value:
@@ -62,11 +62,12 @@ class LlamaModel:
         self._model = llama_cy.LlamaModel.load(
             path_model,
             n_gpu_layers=params.n_gpu_layers,
-            split_mode=_name("LLAMA_SPLIT_MODE_", params.split_mode) or "layer",  # type: ignore[arg-type]
+            split_mode=_name("LLAMA_SPLIT_MODE_", params.split_mode) or "layer",
             main_gpu=params.main_gpu,
             use_mmap=mode in (llama_cpp.LLAMA_LOAD_MODE_MMAP, llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK)
             or mode == llama_cpp.LLAMA_LOAD_MODE_AUTO,
-            use_mlock=mode in (llama_cpp.LLAMA_LOAD_MODE_MLOCK, llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK),
+            use_mlock=mode
+            in (llama_cpp.LLAMA_LOAD_MODE_MLOCK, llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK),
             vocab_only=params.vocab_only,
             check_tensors=params.check_tensors,
             use_extra_bufts=params.use_extra_bufts,

@@ -1,4 +1,4 @@
-"""``llama_cpp.Llama``: llama-cpp-python's high-level class over llama_cy's :class:`~llama_cy.Llama`.
+"""``llama_cpp.Llama``: llama-cpp-python's class over llama_cy's :class:`~llama_cy.Llama`.
 
 Everything llama_cy's ``Llama`` does is inherited, guarded as it is there. What this class
 adds is llama-cpp-python's own surface: its constructor (integer enum values, its
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -159,6 +158,7 @@ class Llama(llama_cy.Llama):
     """
 
     _context_type = LlamaCyContext
+    _ctx: LlamaCyContext
 
     def __init__(
         self,
@@ -375,7 +375,7 @@ class Llama(llama_cy.Llama):
     @property
     def model_params(self) -> llama_cpp.llama_model_params:
         """The ``llama_model_params`` this model was loaded with (a ctypes struct)."""
-        p = llama_cpp.llama_model_default_params()
+        p: llama_cpp.llama_model_params = llama_cpp.llama_model_default_params()
         a = self._init_args
         p.n_gpu_layers = a["n_gpu_layers"]
         p.split_mode = {v: k for k, v in _SPLIT.items()}.get(
@@ -398,7 +398,7 @@ class Llama(llama_cy.Llama):
     @property
     def context_params(self) -> llama_cpp.llama_context_params:
         """The ``llama_context_params`` of this context, as llama.cpp resolved them."""
-        p = llama_cpp.llama_context_default_params()
+        p: llama_cpp.llama_context_params = llama_cpp.llama_context_default_params()
         ctx = self._ctx
         p.n_ctx, p.n_batch, p.n_ubatch = ctx.n_ctx, ctx.n_batch, ctx.n_ubatch
         p.n_seq_max = ctx.n_seq_max
@@ -492,8 +492,8 @@ class Llama(llama_cy.Llama):
                 batch.clear()
                 n_past = len(seq.cache)
                 for i, token in enumerate(chunk):
-                    last = i == len(chunk) - 1
-                    batch.add(token, n_past + i, (seq.id,), self._logits_all or last)
+                    out = self._logits_all or i == len(chunk) - 1
+                    batch.add(token, n_past + i, (seq.id,), out)
                 try:
                     ctx.decode(batch)
                 except BaseException:
@@ -593,7 +593,7 @@ class Llama(llama_cy.Llama):
         history = list(self._seq.cache)
         return build_sampler(self._model, params, history, n_ctx=self._ctx.n_ctx)
 
-    def generate(
+    def generate(  # type: ignore[override]
         self,
         tokens: Sequence[int],
         top_k: int = 40,
@@ -668,9 +668,7 @@ class Llama(llama_cy.Llama):
 
     # ---- completions: llama-cpp-python's seeds and prompt cache ---------------------------
 
-    def create_completion(  # type: ignore[override]
-        self, prompt: str | Sequence[int], *args: Any, **kwargs: Any
-    ) -> Any:
+    def create_completion(self, prompt: str | Sequence[int], *args: Any, **kwargs: Any) -> Any:
         kwargs = self._seeded(kwargs)
         if self.cache is None:
             return super().create_completion(prompt, *args, **kwargs)
@@ -682,10 +680,10 @@ class Llama(llama_cy.Llama):
         self.cache[list(self._seq.cache)] = self.save_state()
         return result
 
-    def __call__(self, prompt: str | Sequence[int], *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def __call__(self, prompt: str | Sequence[int], *args: Any, **kwargs: Any) -> Any:
         return self.create_completion(prompt, *args, **kwargs)
 
-    def create_chat_completion(  # type: ignore[override]
+    def create_chat_completion(
         self, messages: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
     ) -> Any:
         if self._chat_function is not None:

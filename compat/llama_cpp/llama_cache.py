@@ -90,7 +90,9 @@ class LlamaDiskCache(BaseLlamaCache):
     """States in files under ``cache_dir`` (pickled, as llama-cpp-python's); the least
     recently used go first when over capacity."""
 
-    def __init__(self, cache_dir: str = ".cache/llama_cache", capacity_bytes: int = 2 << 30) -> None:
+    def __init__(
+        self, cache_dir: str = ".cache/llama_cache", capacity_bytes: int = 2 << 30
+    ) -> None:
         super().__init__(capacity_bytes)
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)

@@ -62,7 +62,7 @@ class LlamaChatCompletionHandler(Protocol):
     def __call__(self, *, llama: Any, messages: Messages, **kwargs: Any) -> Any: ...
 
 
-class LlamaChatCompletionHandlerNotFoundException(Exception):
+class LlamaChatCompletionHandlerNotFoundException(Exception):  # noqa: N818 (its name there)
     pass
 
 
@@ -239,7 +239,7 @@ def chat_formatter_to_chat_completion_handler(
             return _chunks_to_chat(completion)
         return _completion_to_chat(completion)
 
-    return handler  # type: ignore[return-value]
+    return handler
 
 
 def _grammar_for_schema(schema: Any) -> Any:
@@ -301,7 +301,9 @@ def _chunks_to_tool_call(name: str, chunks: Iterator[dict[str, Any]]) -> Iterato
             }
             first = False
         done = choice["finish_reason"] is not None
-        delta: dict[str, Any] = {} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
+        delta: dict[str, Any] = (
+            {} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
+        )
         yield {
             **base,
             "choices": [
@@ -357,7 +359,12 @@ def _chunks_to_chat(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]
             yield {
                 **base,
                 "choices": [
-                    {"index": 0, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None}
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant"},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
                 ],
             }
         choice = chunk["choices"][0]
@@ -427,9 +434,7 @@ class Jinja2ChatFormatter:
             tools=tools,
             tool_choice=tool_choice,
         )
-        return ChatFormatterResponse(
-            prompt=prompt, stop=[self.eos_token], added_special=True
-        )
+        return ChatFormatterResponse(prompt=prompt, stop=[self.eos_token], added_special=True)
 
     def to_chat_handler(self) -> LlamaChatCompletionHandler:
         return chat_formatter_to_chat_completion_handler(self)
@@ -514,7 +519,7 @@ def _system(messages: Messages) -> str:
     """The first system message's text ("" if none)."""
     for m in messages:
         if m["role"] == "system":
-            return m["content"] or ""  # type: ignore[return-value]
+            return m["content"] or ""
     return ""
 
 
@@ -564,7 +569,9 @@ def format_llama2(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
         system = f"[INST] <<SYS>>\n{system}\n<</SYS>>"
     out = system + " "
     seps = (" ", "</s>")
-    for i, (role, text) in enumerate(_turns(messages, {"user": "<s>[INST]", "assistant": "[/INST]"})):
+    for i, (role, text) in enumerate(
+        _turns(messages, {"user": "<s>[INST]", "assistant": "[/INST]"})
+    ):
         if system and i == 0:
             out += (text or "") + seps[0]
         elif text:

@@ -43,12 +43,14 @@ def download(
     def fetch(name: str) -> Path:
         try:
             path = huggingface_hub.hf_hub_download(
-                repo_id=repo_id, filename=name, local_dir=local_dir, cache_dir=cache_dir
+                repo_id=repo_id,
+                filename=name,
+                local_dir=None if local_dir is None else os.fspath(local_dir),
+                cache_dir=None if cache_dir is None else os.fspath(cache_dir),
             )
         except Exception as e:
             raise OSError(
-                f"could not get {name!r} of {repo_id!r} from the Hugging Face Hub or its "
-                f"cache: {e}"
+                f"could not get {name!r} of {repo_id!r} from the Hugging Face Hub or its cache: {e}"
             ) from e
         return Path(path)
 
@@ -64,7 +66,7 @@ def _cached_names(hub: object, repo_id: str, cache_dir: str | os.PathLike[str] |
     from huggingface_hub.errors import CacheNotFound
 
     try:
-        info = scan_cache_dir(cache_dir)
+        info = scan_cache_dir(None if cache_dir is None else os.fspath(cache_dir))
     except CacheNotFound:
         return []
     names: set[str] = set()

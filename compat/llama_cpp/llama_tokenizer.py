@@ -37,7 +37,9 @@ class LlamaTokenizer(BaseLlamaTokenizer):
         return self._llama.detokenize(tokens, prev_tokens=prev_tokens, special=special)
 
     def encode(self, text: str, add_bos: bool = True, special: bool = True) -> list[int]:
-        return self.tokenize(text.encode("utf-8", errors="ignore"), add_bos=add_bos, special=special)
+        return self.tokenize(
+            text.encode("utf-8", errors="ignore"), add_bos=add_bos, special=special
+        )
 
     def decode(self, tokens: list[int]) -> str:
         return self.detokenize(tokens).decode("utf-8", errors="ignore")
@@ -70,9 +72,7 @@ class LlamaHFTokenizer(BaseLlamaTokenizer):
             text: str = self.hf_tokenizer.decode(list(tokens), skip_special_tokens=skip)
             return text.encode("utf-8", errors="ignore")
         before: str = self.hf_tokenizer.decode(list(prev_tokens), skip_special_tokens=skip)
-        whole: str = self.hf_tokenizer.decode(
-            [*prev_tokens, *tokens], skip_special_tokens=skip
-        )
+        whole: str = self.hf_tokenizer.decode([*prev_tokens, *tokens], skip_special_tokens=skip)
         return whole[len(before) :].encode("utf-8", errors="ignore")
 
     @classmethod

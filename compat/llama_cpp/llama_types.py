@@ -284,9 +284,7 @@ class ChatCompletionNamedToolChoice(TypedDict):
     function: ChatCompletionNamedToolChoiceFunction
 
 
-ChatCompletionToolChoiceOption = (
-    Literal["none", "auto", "required"] | ChatCompletionNamedToolChoice
-)
+ChatCompletionToolChoiceOption = Literal["none", "auto", "required"] | ChatCompletionNamedToolChoice
 
 
 # ---- the older names llama-cpp-python keeps ---------------------------------------------
