@@ -373,7 +373,7 @@ class Llama:
         """
         lock = getattr(self, "_lock", None)
         if lock is None:  # __init__ failed before the context existed
-            if getattr(self, "_model_owned", False) and hasattr(self, "model"):
+            if getattr(self, "_model_owned", False) and hasattr(self, "_model"):
                 self._model.close()
             return
         if self._owner == threading.get_ident():
@@ -384,7 +384,7 @@ class Llama:
                 getattr(self, "_batch", None),
                 getattr(self, "_spec", None),
                 getattr(self, "mtmd", None),
-                getattr(self, "ctx", None),
+                getattr(self, "_ctx", None),
                 getattr(self, "_draft_owned", None),
             ):
                 if handle is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from tiny_model import (
     LLAMA_CPP,
+    write_tiny_bert,
     write_tiny_gemma3_projector,
     write_tiny_llama,
     write_tiny_llava_projector,
@@ -87,6 +88,15 @@ def gemma3_projector(model_cache: Path) -> Path:
     return _projector(model_cache, "tiny-gemma3-mmproj", write_tiny_gemma3_projector)
 
 
+@pytest.fixture(scope="session")
+def tiny_bert_path(model_cache: Path, llama_cpp_source: Path) -> Path:
+    """A 2-layer BERT (mean pooling, 64-dimensional embeddings) with random weights."""
+    path = model_cache / f"tiny-bert-v{TINY_VERSION}.gguf"
+    if not path.is_file():
+        write_tiny_bert(path.with_suffix(".partial")).replace(path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
     """The tiny model, loaded once per test module and closed after it."""
@@ -101,7 +111,18 @@ def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
 SKIP_GEMMA = os.environ.get("LLAMA_CY_SKIP_GEMMA") == "1"
 
 
+#: ``LLAMA_CY_FRAMEWORKS=1``: run the tests marked ``frameworks`` (programs built on
+#: llama-cpp-python whose packages are not test dependencies; see docs/compat.md).
+FRAMEWORKS = os.environ.get("LLAMA_CY_FRAMEWORKS") == "1"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    skip_frameworks = pytest.mark.skip(
+        reason="needs the framework packages of docs/compat.md (LLAMA_CY_FRAMEWORKS=1)"
+    )
+    for item in items:
+        if not FRAMEWORKS and item.get_closest_marker("frameworks") is not None:
+            item.add_marker(skip_frameworks)
     if not SKIP_GEMMA:
         return
     skip = pytest.mark.skip(

@@ -6,6 +6,7 @@ another thread) and then that the same process still decodes and samples normall
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import gguf
@@ -15,12 +16,20 @@ from child import run_python
 from tiny_model import scalar_offset
 
 PRELUDE = '''
-import sys, threading, time
+import os, sys, threading, time
 import numpy as np
 import llama_cy as lc
 from llama_cy.errors import *
 
 model = lc.LlamaModel.load(sys.argv[1])
+
+
+def make_llama(path=None, **kw):
+    """The Llama under test: llama_cy's, or llama-cpp-python's name for it (compat/)."""
+    if os.environ["HAZARD_LLAMA"] == "llama_cpp":
+        import llama_cpp
+        return llama_cpp.Llama(path or sys.argv[1], verbose=False, **kw)
+    return lc.Llama(path, **kw) if path else lc.Llama.from_model(model, **kw)
 
 
 def expect(exc, fn, *args, match=None, **kwargs):
@@ -55,13 +64,19 @@ def still_serves():
 '''
 
 
-def hazard(code: str, model: Path, *args: str) -> str:
-    """Run ``code`` after the prelude, then the normal decode; the child's stdout."""
-    proc = run_python(PRELUDE + code + "\nstill_serves()\n", str(model), *args)
+def hazard(code: str, model: Path, *args: str, llama: str = "llama_cy") -> str:
+    """Run ``code`` after the prelude, then the normal decode; the child's stdout.
+    ``llama`` picks the class ``make_llama`` makes: ``llama_cy`` or ``llama_cpp``."""
+    env = {**os.environ, "HAZARD_LLAMA": llama}
+    proc = run_python(PRELUDE + code + "\nstill_serves()\n", str(model), *args, env=env)
     tail = proc.stderr[-3000:]
     assert proc.returncode == 0, f"the child died with {proc.returncode}:\n{tail}"
     assert "STILL-SERVES" in proc.stdout, tail
     return proc.stdout
+
+
+#: The hazards a ``Llama`` can meet run through both classes.
+BOTH = pytest.mark.parametrize("llama", ["llama_cy", "llama_cpp"])
 
 
 # ---- decode --------------------------------------------------------------------------
@@ -174,11 +189,12 @@ expect(GrammarError, chain.sample, ctx, -1, grammar=lc.LlamaSampler.grammar(mode
     )
 
 
-def test_llama_with_a_bias_against_its_grammar(tiny_model_path: Path) -> None:
+@BOTH
+def test_llama_with_a_bias_against_its_grammar(tiny_model_path: Path, llama: str) -> None:
     hazard(
         GRAMMAR_SETUP
         + """
-llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+llm = make_llama(n_ctx=128, n_threads=1)
 bias = {t: float("-inf") for t in only}
 expect(GrammarError, llm.create_completion, "hi", max_tokens=4, grammar=G, logit_bias=bias,
        temperature=0)
@@ -187,21 +203,24 @@ assert out["choices"][0]["text"] == "x"
 llm.close()
 """,
         tiny_model_path,
+        llama=llama,
     )
 
 
-def test_deep_grammar(tiny_model_path: Path) -> None:
+@BOTH
+def test_deep_grammar(tiny_model_path: Path, llama: str) -> None:
     hazard(
         """
 deep = 'root ::= ' + '(' * 20000 + '"a"' + ')' * 20000
 expect(GrammarError, lc.LlamaSampler.grammar, model, deep, match="deeper")
 expect(GrammarError, lc.LlamaSampler.grammar_lazy_patterns, model, deep, "root", ["a"])
-llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+llm = make_llama(n_ctx=128, n_threads=1)
 expect(GrammarError, llm.create_completion, "hi", max_tokens=2, grammar=deep)
 # Parentheses in strings, classes and comments do not count.
 lc.LlamaSampler.grammar(model, 'root ::= "((((" [(] # ((((((\\n')
 """,
         tiny_model_path,
+        llama=llama,
     )
 
 
@@ -235,14 +254,15 @@ expect(InvalidTokenError, chain.sample, decoded(), -1)
 # ---- sampler settings ----------------------------------------------------------------
 
 
-def test_huge_penalty_windows(tiny_model_path: Path) -> None:
+@BOTH
+def test_huge_penalty_windows(tiny_model_path: Path, llama: str) -> None:
     hazard(
         """
 expect(ValueError, lc.LlamaSampler.penalties, model.n_vocab, 2**31 - 1, 1.1)
 expect(ValueError, lc.LlamaSampler.penalties, model.n_vocab, -1, 1.1)
 expect(ValueError, lc.LlamaSampler.dry, model, 1.0, 1.75, 2, 2**31 - 1)
 # Llama reads the windows as llama-server does: -1 and anything longer is the context.
-llm = lc.Llama.from_model(model, n_ctx=128, n_threads=1)
+llm = make_llama(n_ctx=128, n_threads=1)
 for n in (-1, 2**31 - 1):
     out = llm.create_completion("hi", max_tokens=3, repeat_penalty=1.1, penalty_last_n=n,
                                 dry_multiplier=0.5, dry_penalty_last_n=n, temperature=0)
@@ -252,6 +272,7 @@ expect(ValueError, llm.create_completion, "hi", max_tokens=2, repeat_penalty=1.1
 llm.close()
 """,
         tiny_model_path,
+        llama=llama,
     )
 
 
@@ -327,7 +348,8 @@ expect(MemoryError, lc.LlamaBatch, 2**31 - 1, embd=2**31 - 1)
 # ---- models ------------------------------------------------------------------------
 
 
-def test_hostile_kv_overrides(tiny_model_path: Path) -> None:
+@BOTH
+def test_hostile_kv_overrides(tiny_model_path: Path, llama: str) -> None:
     hazard(
         """
 for kv in ({"llama.block_count": 0}, {"llama.block_count": 100000},
@@ -335,12 +357,13 @@ for kv in ({"llama.block_count": 0}, {"llama.block_count": 100000},
            {"llama.attention.layer_norm_rms_epsilon": float("nan")},
            {"llama.expert_count": 5000}):
     expect(ModelLoadError, lc.LlamaModel.load, sys.argv[1], kv_overrides=kv)
-    expect(ModelLoadError, lc.Llama, sys.argv[1], kv_overrides=kv)
+    expect(ModelLoadError, make_llama, sys.argv[1], kv_overrides=kv)
 # The loader's own assert, caught by the guard, is named in the error.
 expect(ModelLoadError, lc.LlamaModel.load, sys.argv[1], kv_overrides={"llama.block_count": 0},
        match="GGML_ASSERT(hparams.n_layer_all > 0")
 """,
         tiny_model_path,
+        llama=llama,
     )
 
 
@@ -440,10 +463,11 @@ for victim in ("ctx", "batch", "sampler"):
     )
 
 
-def test_close_llama_and_model_in_use_by_other_threads(gemma_path: Path) -> None:
+@BOTH
+def test_close_llama_and_model_in_use_by_other_threads(gemma_path: Path, llama: str) -> None:
     hazard(
         """
-llm = lc.Llama(sys.argv[1], n_ctx=512, n_threads=2)
+llm = make_llama(sys.argv[1], n_ctx=512, n_threads=2)
 outcomes = []
 
 def work():
@@ -481,4 +505,5 @@ t.join()
 assert seen[-1] == "closed" and all(n == seen[0] for n in seen[:-1]), seen
 """,
         gemma_path,
+        llama=llama,
     )

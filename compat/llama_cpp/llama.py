@@ -10,6 +10,7 @@ its ctypes layer takes, the token-level loop (``eval``, ``sample``, ``generate``
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -142,9 +143,8 @@ def _enum(table: dict[int, str], value: Any, what: str) -> Any:
     return table[number]
 
 
-# Keywords of llama-cpp-python's Llama that llama.cpp dropped: it accepts and ignores
-# them through **kwargs (with a warning for some), and so does this class.
-_IGNORED = ("n_parts", "f16_kv", "embedding_only", "mul_mat_q", "low_vram", "rms_norm_eps")
+# What llama_cy's Llama takes beyond llama-cpp-python's named arguments.
+_LLAMA_CY_KEYWORDS = frozenset(inspect.signature(llama_cy.Llama._setup).parameters) - {"self"}
 
 
 class Llama(llama_cy.Llama):
@@ -210,8 +210,10 @@ class Llama(llama_cy.Llama):
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
-        for name in _IGNORED:
-            kwargs.pop(name, None)
+        # llama-cpp-python takes **kwargs and ignores what it does not know (LangChain
+        # passes device=, n_parts=, f16_kv=...): so does this class, for the keywords
+        # that llama_cy's Llama does not take either.
+        kwargs = {k: v for k, v in kwargs.items() if k in _LLAMA_CY_KEYWORDS}
         if lora_base is not None:
             raise NotImplementedError(
                 "lora_base: llama.cpp dropped it (an adapter applies to the model it is "
@@ -351,6 +353,15 @@ class Llama(llama_cy.Llama):
         # token's, or None when the cache holds tokens whose logits are gone.
         self._logits_at: int | None = None
         self._eval_scores: npt.NDArray[np.single] | None = None
+
+    @classmethod
+    def from_model(cls, model: llama_cy.LlamaModel, **params: Any) -> Llama:
+        """Not here: ``llama_cpp.Llama`` is made from a path, as llama-cpp-python's
+        (``llama_cy.Llama.from_model`` shares a loaded model)."""
+        raise TypeError(
+            "llama_cpp.Llama is made from a model path, as in llama-cpp-python; "
+            "llama_cy.Llama.from_model shares a loaded LlamaModel"
+        )
 
     # ---- llama-cpp-python's attributes ---------------------------------------------------
 
@@ -691,6 +702,13 @@ class Llama(llama_cy.Llama):
             kwargs.pop("model", None)
             return self._chat_function(llama=self, messages=messages, **kwargs)
         return super().create_chat_completion(messages, *args, **self._seeded(kwargs))
+
+    def create_embedding(  # type: ignore[override]
+        self, input: str | Sequence[str], model: str | None = None
+    ) -> Any:
+        """An OpenAI embeddings dict of the raw vectors, as llama-cpp-python's (which,
+        unlike llama-server's /v1/embeddings, does not normalize them)."""
+        return super().create_embedding(input, model, normalize=False)
 
     def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
         """:meth:`create_chat_completion` as the ``openai`` package's typed objects
