@@ -28,7 +28,7 @@ import llama_cy as lc
 
 ROOT = Path(__file__).resolve().parent.parent
 # The bench's own modules and the tests' helpers (also when Python runs with -P).
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "compat")]
 import cases  # noqa: E402
 import multimodal  # noqa: E402
 import native  # noqa: E402
@@ -117,6 +117,15 @@ def prepare_lcp() -> Path | None:
         return python
     print(f"installing llama-cpp-python=={LCP_VERSION} (builds llama.cpp: minutes)", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = dict(os.environ)
+    if platform.machine() in ("x86_64", "AMD64"):
+        # The CPU kernels of llama_cy's native build (llama_cy/meson.build): -march=native
+        # without AMX (b11434's AMX matmul segfaults on Q4_K, llama.cpp #20824) and
+        # without AVX512-FP16, so both sides run the same code.
+        flags = "-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -mno-avx512fp16"
+        env["CMAKE_ARGS"] = (
+            f"-DGGML_NATIVE=OFF -DCMAKE_C_FLAGS='{flags}' -DCMAKE_CXX_FLAGS='{flags}'"
+        )
     subprocess.run(
         [
             str(python),
@@ -128,6 +137,7 @@ def prepare_lcp() -> Path | None:
             f"llama-cpp-python[server]=={LCP_VERSION}",
         ],
         check=True,
+        env=env,
     )
     return python
 
@@ -335,6 +345,32 @@ def bench_completion(
                     theirs,
                 )
             )
+            # (4b) The same call through llama-cpp-python's name (compat/), against it.
+            import llama_cpp
+
+            compat = llama_cpp.Llama(
+                str(path), n_ctx=512, n_batch=512, n_threads=args.threads,
+                n_threads_batch=args.threads, verbose=False,
+            )  # fmt: skip
+            compat.create_completion(PROMPT, max_tokens=4, temperature=0)  # warm-up, as theirs
+
+            def through_compat(llm: lc.Llama = compat, n: int = n) -> float:
+                return float(cases.completion(llm, PROMPT, n)["tokens_per_s"])
+
+            rows.append(
+                alternate(
+                    Comparison(
+                        f"(4b) greedy create_completion through llama_cpp (compat/), {name}",
+                        "tok/s",
+                        "≥ 1.1",
+                        f"llama-cpp-python {LCP_VERSION}",
+                    ),
+                    args.rounds,
+                    through_compat,
+                    theirs,
+                )
+            )
+            compat.close()
             # The most any wrapper of this llama.cpp can reach against llama-cpp-python:
             # the C++ loop itself against it, in alternating rounds of its own.
             rows.append(

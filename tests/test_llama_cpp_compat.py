@@ -4,6 +4,7 @@ built on it use, one test per gap that issue 33 found on llama_cy alone."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -212,3 +213,42 @@ def test_the_distribution_builds_at_llama_cys_version(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("__init__", "llama", "llama_cpp", "_internals", "llama_chat_format"):
         assert f"llama_cpp/{module}.py" in names
+
+
+def _hub_cache(root: Path, repo_id: str, name: str, model: Path) -> Path:
+    """``model`` as ``repo_id``'s ``name`` in huggingface_hub's cache layout."""
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    revision = "0" * 40
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    blob = repo / "blobs" / ("b" * 64)
+    shutil.copy(model, blob)
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (snapshot / name).symlink_to(Path("..") / ".." / "blobs" / blob.name)
+    return root
+
+
+def test_from_pretrained_from_the_hub_cache_offline(tiny_model_path: Path, tmp_path: Path) -> None:
+    """No hub is reachable here: with HF_HUB_OFFLINE the client's cache serves the file,
+    and a file it does not hold is an error naming the repository and the pattern."""
+    cache = _hub_cache(tmp_path / "hub", "someone/tiny-GGUF", "tiny-q8_0.gguf", tiny_model_path)
+    code = """
+import sys, llama_cpp
+llm = llama_cpp.Llama.from_pretrained(
+    "someone/tiny-GGUF", "*q8_0.gguf", cache_dir=sys.argv[1], n_ctx=64, verbose=False)
+print("PATH", llm.model_path)
+print("TEXT", bool(llm("Hello", max_tokens=2)["choices"][0]["text"]))
+try:
+    llama_cpp.Llama.from_pretrained("someone/tiny-GGUF", "*q4_k.gguf", cache_dir=sys.argv[1])
+except ValueError as e:
+    print("ERROR", e)
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = run_python(code, str(cache), env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "snapshots" in result.stdout
+    assert "TEXT True" in result.stdout
+    assert "'someone/tiny-GGUF'" in result.stdout
+    assert "'*q4_k.gguf'" in result.stdout
