@@ -1,0 +1,289 @@
+"""``python -m llama_cpp.server``: llama-cpp-python's server command, running llama-cy's
+server (``llama-cy serve``, llama-server's routes and fields).
+
+It takes llama-cpp-python's settings, by its names and with its defaults: ``--model``,
+``--n_gpu_layers``, ``--chat_format``, ``--config_file``, and the rest of its
+``ModelSettings`` and ``ServerSettings``. They are read from flags, the environment
+(``MODEL``, ``N_CTX``, ...) or a JSON/YAML config file. Each becomes the llama-server flag
+that does the same. A setting with no such flag is refused, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import llama_cpp as capi
+
+# ---- llama-cpp-python's settings ------------------------------------------------------------
+
+
+def _bool(text: str | bool) -> bool:
+    value = str(text).strip().lower()
+    if value in ("1", "on", "t", "true", "y", "yes"):
+        return True
+    if value in ("0", "off", "f", "false", "n", "no"):
+        return False
+    raise ValueError(f"Invalid boolean argument: {text}")
+
+
+def _object(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"Invalid JSON object argument: {text}")
+    return value
+
+
+_CPUS = os.cpu_count() or 1
+
+#: name -> (type, default, list?) of llama-cpp-python's ModelSettings and ServerSettings.
+MODEL_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
+    "model": (str, None, False),
+    "model_alias": (str, None, False),
+    "n_gpu_layers": (int, 0, False),
+    "split_mode": (int, capi.LLAMA_SPLIT_MODE_LAYER, False),
+    "main_gpu": (int, 0, False),
+    "tensor_split": (float, None, True),
+    "vocab_only": (_bool, False, False),
+    "use_mmap": (_bool, True, False),
+    "use_mlock": (_bool, False, False),
+    "kv_overrides": (str, None, True),
+    "rpc_servers": (str, None, False),
+    "seed": (int, capi.LLAMA_DEFAULT_SEED, False),
+    "n_ctx": (int, 2048, False),
+    "n_batch": (int, 512, False),
+    "n_ubatch": (int, 512, False),
+    "n_threads": (int, max(_CPUS // 2, 1), False),
+    "n_threads_batch": (int, _CPUS, False),
+    "rope_scaling_type": (int, capi.LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED, False),
+    "rope_freq_base": (float, 0.0, False),
+    "rope_freq_scale": (float, 0.0, False),
+    "yarn_ext_factor": (float, -1.0, False),
+    "yarn_attn_factor": (float, 1.0, False),
+    "yarn_beta_fast": (float, 32.0, False),
+    "yarn_beta_slow": (float, 1.0, False),
+    "yarn_orig_ctx": (int, 0, False),
+    "mul_mat_q": (_bool, True, False),
+    "logits_all": (_bool, True, False),
+    "embedding": (_bool, False, False),
+    "offload_kqv": (_bool, True, False),
+    "flash_attn": (_bool, False, False),
+    "last_n_tokens_size": (int, 64, False),
+    "lora_base": (str, None, False),
+    "lora_path": (str, None, False),
+    "numa": (_bool, False, False),
+    "chat_format": (str, None, False),
+    "chat_template_kwargs": (_object, None, False),
+    "clip_model_path": (str, None, False),
+    "cache": (_bool, False, False),
+    "cache_type": (str, "ram", False),
+    "cache_size": (int, 2 << 30, False),
+    "hf_tokenizer_config_path": (str, None, False),
+    "hf_pretrained_model_name_or_path": (str, None, False),
+    "hf_model_repo_id": (str, None, False),
+    "draft_model": (str, None, False),
+    "draft_model_num_pred_tokens": (int, 10, False),
+    "type_k": (int, None, False),
+    "type_v": (int, None, False),
+    "verbose": (_bool, True, False),
+}
+SERVER_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
+    "host": (str, "localhost", False),
+    "port": (int, 8000, False),
+    "ssl_keyfile": (str, None, False),
+    "ssl_certfile": (str, None, False),
+    "api_key": (str, None, False),
+    "interrupt_requests": (_bool, True, False),
+    "disable_ping_events": (_bool, False, False),
+    "root_path": (str, "", False),
+}
+
+# Settings with no llama-server flag that does what they do there: refused unless left
+# at their default, with the reason.
+_REFUSED = {
+    "vocab_only": "a vocab_only model cannot serve completions",
+    "lora_base": "llama.cpp dropped lora_base (an adapter applies to the model it is loaded on)",
+    "cache": "llama-cpp-python's prompt cache (llama-server's host-RAM cache, --cache-ram, "
+    "comes with llama_cy's next server issue); each slot reuses its own prompt already",
+    "hf_tokenizer_config_path": "a Hugging Face tokenizer: llama.cpp's own tokenizer is used",
+    "hf_pretrained_model_name_or_path": "a Hugging Face tokenizer: llama.cpp's own is used",
+    "hf_model_repo_id": "downloads from the hub (llama-server's -hf comes with llama_cy's "
+    "next server issue)",
+    "disable_ping_events": "SSE ping events: llama-server sends none to disable",
+    "root_path": "an ASGI root path: put a reverse proxy in front instead",
+}
+# mul_mat_q and logits_all are ignored, as llama-cpp-python's server ignores them
+# (llama.cpp dropped the first; the server never returns all logits), and so is
+# interrupt_requests: llama-server always lets a new request in beside a running one.
+
+
+def _defaults() -> dict[str, Any]:
+    return {k: d for k, (_, d, _) in {**MODEL_SETTINGS, **SERVER_SETTINGS}.items()}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m llama_cpp.server",
+        description="llama-cpp-python's server command, running llama-cy's server",
+    )
+    for name, (kind, default, many) in {**MODEL_SETTINGS, **SERVER_SETTINGS}.items():
+        help_text = None if default is None else f"(default: {default})"
+        parser.add_argument(
+            f"--{name}", dest=name, type=kind, nargs="*" if many else None, help=help_text
+        )
+    parser.add_argument("--config_file", type=str, help="Path to a config file to load.")
+    return parser
+
+
+def _from_environment(given: dict[str, Any]) -> dict[str, Any]:
+    """Unset settings from the environment, as pydantic-settings reads them."""
+    out = dict(given)
+    for name, (kind, _, many) in {**MODEL_SETTINGS, **SERVER_SETTINGS}.items():
+        if out.get(name) is None and name.upper() in os.environ:
+            raw = os.environ[name.upper()]
+            out[name] = json.loads(raw) if many else kind(raw)
+    return out
+
+
+def _config(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if not os.path.exists(path):
+        raise ValueError(f"Config file {path} not found!")
+    with open(path, "rb") as f:
+        if path.endswith((".yaml", ".yml")):
+            import yaml  # type: ignore[import-untyped]
+
+            data = yaml.safe_load(f)
+        else:
+            data = json.load(f)
+    models = data.pop("models", [])
+    unknown = set(data) - set(SERVER_SETTINGS)
+    for m in models:
+        unknown |= set(m) - set(MODEL_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown settings in {path}: {', '.join(sorted(unknown))}")
+    return data, models
+
+
+# ---- to llama-server's flags ------------------------------------------------------------------
+
+
+def _enum_name(prefix: str, value: int) -> str:
+    for name in dir(capi):
+        if name.startswith(prefix) and getattr(capi, name) == value:
+            return name[len(prefix) :].lower()
+    raise ValueError(f"{value} is not a value of llama.h's {prefix}* enum")
+
+
+def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
+    """The ``llama-cy serve`` arguments for llama-cpp-python's settings."""
+    s = {**_defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    defaults = _defaults()
+    for name, why in _REFUSED.items():
+        if s[name] != defaults[name]:
+            raise ValueError(f"--{name}: {why}")
+    if not s["model"]:
+        raise ValueError("--model (or MODEL, or a config file's models) is required")
+    argv = ["-m", s["model"], "--host", s["host"], "--port", str(s["port"])]
+    argv += ["-ngl", str(s["n_gpu_layers"]), "-mg", str(s["main_gpu"])]
+    argv += ["-sm", _enum_name("LLAMA_SPLIT_MODE_", s["split_mode"])]
+    argv += ["-c", str(s["n_ctx"]), "-b", str(s["n_batch"]), "-ub", str(s["n_ubatch"])]
+    argv += ["-t", str(s["n_threads"]), "-tb", str(s["n_threads_batch"])]
+    # llama-cpp-python's server runs one request at a time in one context of n_ctx.
+    argv += ["-np", "1"]
+    if s["model_alias"]:
+        argv += ["--alias", s["model_alias"]]
+    if s["tensor_split"]:
+        argv += ["-ts", ",".join(str(x) for x in s["tensor_split"])]
+    if not s["use_mmap"]:
+        argv.append("--no-mmap")
+    if s["use_mlock"]:
+        argv.append("--mlock")
+    for kv in s["kv_overrides"] or ():
+        argv += ["--override-kv", kv]
+    if s["rpc_servers"]:
+        argv += ["--rpc", s["rpc_servers"]]
+    seed = s["seed"]
+    argv += ["-s", str(-1 if seed in (-1, capi.LLAMA_DEFAULT_SEED) else seed)]
+    if s["rope_scaling_type"] != capi.LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED:
+        argv += ["--rope-scaling", _enum_name("LLAMA_ROPE_SCALING_TYPE_", s["rope_scaling_type"])]
+    if s["rope_freq_base"]:
+        argv += ["--rope-freq-base", str(s["rope_freq_base"])]
+    if s["rope_freq_scale"]:
+        argv += ["--rope-freq-scale", str(s["rope_freq_scale"])]
+    argv += ["--yarn-ext-factor", str(s["yarn_ext_factor"])]
+    argv += ["--yarn-attn-factor", str(s["yarn_attn_factor"])]
+    argv += ["--yarn-beta-fast", str(s["yarn_beta_fast"])]
+    argv += ["--yarn-beta-slow", str(s["yarn_beta_slow"])]
+    if s["yarn_orig_ctx"]:
+        argv += ["--yarn-orig-ctx", str(s["yarn_orig_ctx"])]
+    if s["embedding"]:
+        argv.append("--embeddings")
+    if not s["offload_kqv"]:
+        argv.append("--no-kv-offload")
+    argv += ["-fa", "on" if s["flash_attn"] else "off"]
+    argv += ["--repeat-last-n", str(s["last_n_tokens_size"])]
+    if s["lora_path"]:
+        argv += ["--lora", s["lora_path"]]
+    if s["numa"]:
+        argv += ["--numa", "distribute"]
+    if s["chat_format"]:
+        argv += ["--chat-template", s["chat_format"]]
+    if s["chat_template_kwargs"]:
+        argv += ["--chat-template-kwargs", json.dumps(s["chat_template_kwargs"])]
+    if s["clip_model_path"]:
+        argv += ["--mmproj", s["clip_model_path"]]
+    if s["draft_model"]:
+        if s["draft_model"] != "prompt-lookup-decoding":
+            raise ValueError(
+                "--draft_model: llama-cpp-python's server knows only prompt-lookup-decoding"
+            )
+        argv += ["--spec-type", "ngram-simple", "--spec-ngram-size-n", "2"]
+        argv += ["--draft-max", str(s["draft_model_num_pred_tokens"])]
+    for flag, key in (("-ctk", "type_k"), ("-ctv", "type_v")):
+        if s[key] is not None:
+            argv += [flag, _enum_name("GGML_TYPE_", s[key])]
+    if s["api_key"]:
+        argv += ["--api-key", s["api_key"]]
+    if s["ssl_keyfile"]:
+        argv += ["--ssl-key-file", s["ssl_keyfile"]]
+    if s["ssl_certfile"]:
+        argv += ["--ssl-cert-file", s["ssl_certfile"]]
+    if s["verbose"]:
+        argv.append("--verbose")
+    return argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = vars(parser.parse_args(argv))
+    config_file = os.environ.get("CONFIG_FILE", args.pop("config_file"))
+    try:
+        if config_file:
+            server, models = _config(config_file)
+            if len(models) != 1:
+                raise ValueError(
+                    f"{config_file} lists {len(models)} models: llama-cy's server serves one "
+                    "per process (llama-server's router mode, for several, comes with "
+                    "llama_cy's next server issue)"
+                )
+            model = models[0]
+        else:
+            given = _from_environment(args)
+            server = {k: given[k] for k in SERVER_SETTINGS}
+            model = {k: given[k] for k in MODEL_SETTINGS}
+        flags = serve_argv(server, model)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        parser.print_help()
+        return 1
+    from llama_cy.cli import main as llama_cy_main
+
+    return llama_cy_main(["serve", *flags])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

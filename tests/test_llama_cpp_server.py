@@ -1,0 +1,116 @@
+"""``python -m llama_cpp.server``: llama-cpp-python's server command and settings, running
+llama-cy's server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_cpp.server.__main__ import serve_argv
+from serving import free_port
+
+
+def start(
+    *args: str, env: dict[str, str] | None = None, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    port = port or free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (the child's; a pipe could fill and block it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--port", str(port),
+         *args],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(log.read().decode()[-3000:])
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def post(port: int, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
+    proc, port = start(
+        "--model", str(tiny_model_path), "--model_alias", "tiny", "--n_ctx", "256",
+        "--verbose", "False",
+    )  # fmt: skip
+    try:
+        out = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0})
+        assert out["object"] == "text_completion"
+        assert out["usage"]["completion_tokens"] == 4
+        chat = post(
+            port, "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3},
+        )  # fmt: skip
+        assert chat["choices"][0]["message"]["role"] == "assistant"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
+            assert "tiny" in [m["id"] for m in json.loads(r.read())["data"]]
+    finally:
+        stop(proc)
+
+
+def test_environment_and_config_file(tiny_model_path: Path, tmp_path: Path) -> None:
+    """As in llama-cpp-python, a config file holds the server settings too: the command
+    line's are not read then."""
+    port = free_port()
+    config = tmp_path / "config.json"
+    model = {"model": str(tiny_model_path), "n_ctx": 128}
+    config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": [model]}))
+    for args, env in (([], {"MODEL": str(tiny_model_path), "N_CTX": "128"}),
+                      (["--config_file", str(config)], {})):  # fmt: skip
+        proc, port = start(*args, env=env, port=port)
+        try:
+            out = post(port, "/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+            assert out["usage"]["completion_tokens"] == 2
+        finally:
+            stop(proc)
+
+
+def test_settings_without_a_llama_server_counterpart_are_refused(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    model = str(tiny_model_path)
+    with pytest.raises(ValueError, match="--cache"):
+        serve_argv({}, {"model": model, "cache": True})
+    with pytest.raises(ValueError, match="--vocab_only"):
+        serve_argv({}, {"model": model, "vocab_only": True})
+    argv = serve_argv({"port": 9999}, {"model": model, "type_k": 8, "split_mode": 0})
+    assert argv[argv.index("-ctk") + 1] == "q8_0"
+    assert argv[argv.index("-sm") + 1] == "none"
+    assert argv[argv.index("--port") + 1] == "9999"
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"models": [{"model": model}, {"model": model}]}))
+    result = subprocess.run(
+        [sys.executable, "-m", "llama_cpp.server", "--config_file", str(two)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "lists 2 models" in result.stderr
