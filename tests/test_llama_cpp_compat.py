@@ -12,6 +12,7 @@ import sys
 import threading
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import llama_cpp
 import numpy as np
@@ -252,3 +253,38 @@ except ValueError as e:
     assert "TEXT True" in result.stdout
     assert "'someone/tiny-GGUF'" in result.stdout
     assert "'*q4_k.gguf'" in result.stdout
+
+
+def test_legacy_function_results_and_logprobs_in_chat(gemma_chat_path: Path) -> None:
+    """Haystack sends tool results with role "function"; LangChain asks for logprobs."""
+    llm = llama_cpp.Llama(str(gemma_chat_path), n_ctx=256, verbose=False)
+    call = {"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "What is f()?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "function", "name": "f", "content": "42"},
+    ]
+    out = llm.create_chat_completion(messages, max_tokens=3, logprobs=True, top_logprobs=2)
+    assert out["choices"][0]["message"]["role"] == "assistant"
+    assert len(out["choices"][0]["logprobs"]["content"][0]["top_logprobs"]) == 2
+
+
+def test_a_registered_chat_format_renders_the_prompt(tiny_model_path: Path) -> None:
+    @llama_chat_format.register_chat_format("test-shout")
+    def shout(messages: Any, **kwargs: Any) -> llama_chat_format.ChatFormatterResponse:
+        text = "".join(f"{m['role'].upper()}: {m['content']}\n" for m in messages)
+        return llama_chat_format.ChatFormatterResponse(prompt=text + "ASSISTANT:", stop="\n")
+
+    llm = llama_cpp.Llama(str(tiny_model_path), chat_format="test-shout", verbose=False)
+    assert llm.chat_format == "test-shout"
+    seen: list[list[int]] = []
+
+    def spy(ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        seen.append(ids.tolist())
+        return scores
+
+    llm.create_chat_completion(
+        [{"role": "user", "content": "hi"}], max_tokens=1, logits_processor=spy
+    )
+    prompt = llm.tokenize(b"USER: hi\nASSISTANT:", special=True)
+    assert seen[0] == prompt

@@ -701,6 +701,9 @@ class Llama(llama_cy.Llama):
             positional(CHAT_POSITIONAL, args, kwargs)
             kwargs.pop("model", None)
             return self._chat_function(llama=self, messages=messages, **kwargs)
+        # OpenAI's legacy function results (role "function", Haystack's) are tool results
+        # to llama.cpp's chat engine, which knows no "function" role.
+        messages = [_tool_result(m) if m.get("role") == "function" else m for m in messages]
         return super().create_chat_completion(messages, *args, **self._seeded(kwargs))
 
     def create_embedding(  # type: ignore[override]
@@ -819,6 +822,14 @@ class Llama(llama_cy.Llama):
     @staticmethod
     def longest_token_prefix(a: Sequence[int], b: Sequence[int]) -> int:
         return common_prefix(list(a), list(b))
+
+
+def _tool_result(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A legacy ``function`` message as the ``tool`` message it stands for."""
+    out = {k: v for k, v in message.items() if k != "role"}
+    out["role"] = "tool"
+    out.setdefault("tool_call_id", message.get("name", ""))
+    return out
 
 
 def _chat_function(chat_format: str | None, chat_handler: Any) -> Any:
