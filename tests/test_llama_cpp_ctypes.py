@@ -171,7 +171,7 @@ def test_constants_match_the_header(tmp_path: Path, llama_cpp_source: Path) -> N
     names = [
         n for n in dir(capi)
         if re.fullmatch(r"(LLAMA|GGML)_[A-Z0-9_]+", n) and isinstance(getattr(capi, n), int)
-        and n != "LLAMA_MAX_DEVICES"
+        and n != "LLAMA_MAX_DEVICES" and not n.startswith("LLAMA_VOCAB_PRE_TYPE_")
     ]  # fmt: skip
     assert len(names) > 100
     body = "".join(f'printf("{n} %lld\\n", (long long)({n}));\n' for n in names)
@@ -225,3 +225,40 @@ def test_a_hand_written_batch_decodes_in_the_llamas_context(llm: llama_cpp.Llama
     llm.reset()
     llm.eval(tokens)
     np.testing.assert_allclose(llm.scores[-1], logits, rtol=1e-5, atol=1e-5)
+
+
+def test_vocab_pre_types_match_the_cxx_header(tmp_path: Path, llama_cpp_source: Path) -> None:
+    """llama-cpp-python also exports ``enum llama_vocab_pre_type`` of src/llama-vocab.h,
+    a C++ header: a C++ program prints its values."""
+    names = [n for n in dir(capi) if n.startswith("LLAMA_VOCAB_PRE_TYPE_")]
+    assert len(names) > 30
+    src = tmp_path / "pre.cpp"
+    src.write_text(
+        '#include <cstdio>\n#include "llama-vocab.h"\nint main() {\n'
+        + "".join(f'printf("{n} %d\\n", (int){n});\n' for n in names)
+        + "return 0; }\n"
+    )
+    inc = [f"-I{llama_cpp_source / d}" for d in ("src", "include", "ggml/include")]
+    exe = tmp_path / "pre"
+    build = subprocess.run(
+        ["c++", "-std=c++17", *inc, str(src), "-o", str(exe)], capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [f"{n} {getattr(capi, n)}" for n in names]
+
+
+def test_llama_cpp_pythons_names_beyond_llama_h() -> None:
+    """What llama-cpp-python's ctypes layer keeps for renamed and removed APIs."""
+    assert capi.llama_log_callback is capi.ggml_log_callback
+    assert capi.llama_sampler_context_t is ctypes.c_void_p
+    members = {f[0]: f[1] for f in capi.llama_sampler_i._fields_}
+    assert capi.llama_sampler_i_apply is members["apply"]
+
+    @capi.ctypes_function("llama_max_devices", [], ctypes.c_size_t)
+    def llama_max_devices() -> int:
+        return -1  # the stub's body: the decorator returns the C function instead
+
+    assert llama_max_devices() == capi.LLAMA_MAX_DEVICES
+    assert callable(capi.llama_set_adapter_lora)
+    assert callable(capi.llama_apply_adapter_cvec)

@@ -106,6 +106,7 @@ class Module:
     structs: list[Struct] = field(default_factory=list)
     callbacks: dict[str, str] = field(default_factory=dict)
     functions: list[tuple[str, list[str], str, str]] = field(default_factory=list)
+    void_pointers: list[str] = field(default_factory=list)  # typedef void * x; of llama.h
 
 
 class Parser:
@@ -278,6 +279,13 @@ class Parser:
                     self.callback_defs[ext.name] = self.callback(t.type)
                     if own:
                         self.named(ext.name)
+                elif (
+                    own
+                    and isinstance(t, a.PtrDecl)
+                    and self.ctype(t) == "ctypes.c_void_p"
+                    and ext.name not in POINTER_TYPEDEFS
+                ):
+                    self.mod.void_pointers.append(ext.name)
             elif isinstance(ext, a.Decl) and isinstance(t, a.Enum) and t.values is not None:
                 self.enum(t)
                 if own:
@@ -307,6 +315,15 @@ def preprocess(header: Path) -> str:
         # Without __GNUC__ the headers spell no attributes; bool is C's _Bool.
         cmd += ["-U__GNUC__", "-Dbool=_Bool", str(header)]
         return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def vocab_pre_types() -> list[tuple[str, int]]:
+    """``enum llama_vocab_pre_type`` of src/llama-vocab.h (a C++ header, so read with a
+    regular expression): llama-cpp-python exports these values too."""
+    text = (LLAMA_CPP / "src" / "llama-vocab.h").read_text()
+    body = re.search(r"enum llama_vocab_pre_type \{(.*?)\};", text, re.S)
+    assert body is not None
+    return [(n, int(v)) for n, v in re.findall(r"(LLAMA_VOCAB_PRE_TYPE_\w+)\s*=\s*(\d+)", body[1])]
 
 
 def defines(header: Path) -> list[tuple[str, str]]:
@@ -367,6 +384,8 @@ def render(header: Path) -> str:
     for name, values in mod.enums:
         out.append(f"\n# enum {name}")
         out += [f"{n} = {v}" for n, v in values]
+    out.append("\n# enum llama_vocab_pre_type (src/llama-vocab.h)")
+    out += [f"{n} = {v}" for n, v in vocab_pre_types()]
     out.append("\n# ---- scalar and handle types ----\n")
     out += [
         "llama_pos = ctypes.c_int32",
@@ -386,6 +405,10 @@ def render(header: Path) -> str:
         out.append(f"{alias} = ctypes.POINTER({struct})")
     out.append("\n# ---- callback types ----\n")
     out += [f"{n} = {t}" for n, t in mod.callbacks.items()]
+    out += [f"{n} = ctypes.c_void_p" for n in mod.void_pointers]
+    # llama-cpp-python names each member type of the sampler interface.
+    iface = next(s for s in mod.structs if s.name == "llama_sampler_i")
+    out += [f"llama_sampler_i_{n} = {t}" for n, t in iface.fields]
     out.append("\n# ---- struct fields ----")
     done: set[str] = set()
     by_name = {s.name: s for s in mod.structs}
@@ -409,6 +432,8 @@ def render(header: Path) -> str:
     for name, args, ret, proto in mod.functions:
         out.append(f"\n# {proto}")
         out.append(f'{name} = _function("{name}", [{", ".join(args)}], {ret})')
+    out.append("\n# llama-cpp-python's own names for what llama.h renamed or removed.")
+    out.append("from llama_cpp._llama_cpp_aliases import *  # noqa: E402, F403")
     return formatted("\n".join(out) + "\n")
 
 

@@ -261,6 +261,69 @@ GGML_OPT_OPTIMIZER_TYPE_ADAMW = 0
 GGML_OPT_OPTIMIZER_TYPE_SGD = 1
 GGML_OPT_OPTIMIZER_TYPE_COUNT = 2
 
+# enum llama_vocab_pre_type (src/llama-vocab.h)
+LLAMA_VOCAB_PRE_TYPE_DEFAULT = 0
+LLAMA_VOCAB_PRE_TYPE_LLAMA3 = 1
+LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM = 2
+LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_CODER = 3
+LLAMA_VOCAB_PRE_TYPE_FALCON = 4
+LLAMA_VOCAB_PRE_TYPE_MPT = 5
+LLAMA_VOCAB_PRE_TYPE_STARCODER = 6
+LLAMA_VOCAB_PRE_TYPE_GPT2 = 7
+LLAMA_VOCAB_PRE_TYPE_REFACT = 8
+LLAMA_VOCAB_PRE_TYPE_COMMAND_R = 9
+LLAMA_VOCAB_PRE_TYPE_STABLELM2 = 10
+LLAMA_VOCAB_PRE_TYPE_QWEN2 = 11
+LLAMA_VOCAB_PRE_TYPE_OLMO = 12
+LLAMA_VOCAB_PRE_TYPE_DBRX = 13
+LLAMA_VOCAB_PRE_TYPE_SMAUG = 14
+LLAMA_VOCAB_PRE_TYPE_PORO = 15
+LLAMA_VOCAB_PRE_TYPE_CHATGLM3 = 16
+LLAMA_VOCAB_PRE_TYPE_CHATGLM4 = 17
+LLAMA_VOCAB_PRE_TYPE_VIKING = 18
+LLAMA_VOCAB_PRE_TYPE_JAIS = 19
+LLAMA_VOCAB_PRE_TYPE_TEKKEN = 20
+LLAMA_VOCAB_PRE_TYPE_SMOLLM = 21
+LLAMA_VOCAB_PRE_TYPE_CODESHELL = 22
+LLAMA_VOCAB_PRE_TYPE_BLOOM = 23
+LLAMA_VOCAB_PRE_TYPE_GPT3_FINNISH = 24
+LLAMA_VOCAB_PRE_TYPE_EXAONE = 25
+LLAMA_VOCAB_PRE_TYPE_CHAMELEON = 26
+LLAMA_VOCAB_PRE_TYPE_MINERVA = 27
+LLAMA_VOCAB_PRE_TYPE_DEEPSEEK3_LLM = 28
+LLAMA_VOCAB_PRE_TYPE_GPT4O = 29
+LLAMA_VOCAB_PRE_TYPE_SUPERBPE = 30
+LLAMA_VOCAB_PRE_TYPE_TRILLION = 31
+LLAMA_VOCAB_PRE_TYPE_BAILINGMOE = 32
+LLAMA_VOCAB_PRE_TYPE_LLAMA4 = 33
+LLAMA_VOCAB_PRE_TYPE_PIXTRAL = 34
+LLAMA_VOCAB_PRE_TYPE_SEED_CODER = 35
+LLAMA_VOCAB_PRE_TYPE_HUNYUAN = 36
+LLAMA_VOCAB_PRE_TYPE_KIMI_K2 = 37
+LLAMA_VOCAB_PRE_TYPE_HUNYUAN_DENSE = 38
+LLAMA_VOCAB_PRE_TYPE_GROK_2 = 39
+LLAMA_VOCAB_PRE_TYPE_GRANITE_DOCLING = 40
+LLAMA_VOCAB_PRE_TYPE_MINIMAX_M2 = 41
+LLAMA_VOCAB_PRE_TYPE_AFMOE = 42
+LLAMA_VOCAB_PRE_TYPE_SOLAR_OPEN = 43
+LLAMA_VOCAB_PRE_TYPE_YOUTU = 44
+LLAMA_VOCAB_PRE_TYPE_EXAONE_MOE = 45
+LLAMA_VOCAB_PRE_TYPE_QWEN35 = 46
+LLAMA_VOCAB_PRE_TYPE_TINY_AYA = 47
+LLAMA_VOCAB_PRE_TYPE_JOYAI_LLM = 48
+LLAMA_VOCAB_PRE_TYPE_JAIS2 = 49
+LLAMA_VOCAB_PRE_TYPE_GEMMA4 = 50
+LLAMA_VOCAB_PRE_TYPE_SARVAM_MOE = 51
+LLAMA_VOCAB_PRE_TYPE_MINICPM5 = 52
+LLAMA_VOCAB_PRE_TYPE_WHITESPACE = 53
+LLAMA_VOCAB_PRE_TYPE_GRANITE_EMB_MULTI = 54
+LLAMA_VOCAB_PRE_TYPE_MELLUM2 = 55
+LLAMA_VOCAB_PRE_TYPE_LAGUNA = 56
+LLAMA_VOCAB_PRE_TYPE_HY_V4 = 57
+LLAMA_VOCAB_PRE_TYPE_SPARK2_5 = 58
+LLAMA_VOCAB_PRE_TYPE_UFAKZEKA = 59
+LLAMA_VOCAB_PRE_TYPE_MMBERT = 60
+
 # ---- scalar and handle types ----
 
 llama_pos = ctypes.c_int32
@@ -398,6 +461,31 @@ ggml_opt_epoch_callback = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
+llama_sampler_context_t = ctypes.c_void_p
+llama_sampler_i_name = ctypes.CFUNCTYPE(ctypes.c_void_p, llama_sampler_p_ctypes)
+llama_sampler_i_accept = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes, llama_token)
+llama_sampler_i_apply = ctypes.CFUNCTYPE(
+    None, llama_sampler_p_ctypes, ctypes.POINTER(llama_token_data_array)
+)
+llama_sampler_i_reset = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes)
+llama_sampler_i_clone = ctypes.CFUNCTYPE(ctypes.c_void_p, llama_sampler_p_ctypes)
+llama_sampler_i_free = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes)
+llama_sampler_i_backend_init = ctypes.CFUNCTYPE(
+    ctypes.c_bool, llama_sampler_p_ctypes, ctypes.c_void_p, ctypes.c_uint32
+)
+llama_sampler_i_backend_accept = ctypes.CFUNCTYPE(
+    None, llama_sampler_p_ctypes, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
+llama_sampler_i_backend_apply = ctypes.CFUNCTYPE(
+    None,
+    llama_sampler_p_ctypes,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.POINTER(llama_sampler_data),
+)
+llama_sampler_i_backend_set_input = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes)
+llama_sampler_i_backend_reset = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes)
+llama_sampler_i_copy_state = ctypes.CFUNCTYPE(None, llama_sampler_p_ctypes, llama_sampler_p_ctypes)
 
 # ---- struct fields ----
 llama_token_data._fields_ = [
@@ -1886,3 +1974,6 @@ llama_opt_epoch = _function(
     ],
     None,
 )
+
+# llama-cpp-python's own names for what llama.h renamed or removed.
+from llama_cpp._llama_cpp_aliases import *  # noqa: E402, F403
