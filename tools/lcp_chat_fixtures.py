@@ -17,7 +17,9 @@ from llama_cpp import llama_chat_format
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "lcp_chat_formats.json"
 FORMATS = [
     "llama-2", "llama-3", "alpaca", "qwen", "vicuna", "chatml", "mistral-instruct",
-    "zephyr", "gemma", "openchat", "phind",
+    "zephyr", "gemma", "openchat", "phind", "oasst_llama", "baichuan-2", "baichuan",
+    "openbuddy", "redpajama-incite", "snoozy", "intel", "open-orca", "mistrallite",
+    "pygmalion", "chatglm3", "saiga",
 ]  # fmt: skip
 CONVERSATIONS = [
     [{"role": "user", "content": "Hi"}],
@@ -41,6 +43,8 @@ def main() -> None:
             fn = llama_chat_format.format_llama3
         elif name == "vicuna":
             fn = llama_chat_format.format
+        elif name == "baichuan-2":
+            fn = llama_chat_format.format_baichuan2
         assert fn is not None, name
         rendered = []
         for messages in CONVERSATIONS:

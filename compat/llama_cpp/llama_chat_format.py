@@ -668,6 +668,130 @@ def format_phind(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     return ChatFormatterResponse(prompt=_colon(system, turns, ("\n\n",), ":"))
 
 
+@_format("oasst_llama")
+def format_oasst_llama(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = f"[INST] <<SYS>>\n{_system(messages)}\n<</SYS>>\n\n"
+    roles = {"user": "<|prompter|>", "assistant": "<|assistant|>"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_bare(system, turns, "</s>"))
+
+
+def _reserved(messages: Messages, user: str, assistant: str) -> ChatFormatterResponse:
+    turns = _answer(_turns(messages, {"user": user, "assistant": assistant}), assistant)
+    return ChatFormatterResponse(prompt=_bare(_system(messages), turns, ""))
+
+
+@_format("baichuan-2")
+def format_baichuan2(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    return _reserved(messages, "<reserved_106>", "<reserved_107>")
+
+
+@_format("baichuan")
+def format_baichuan(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    return _reserved(messages, "<reserved_102>", "<reserved_103>")
+
+
+_OPENBUDDY = (
+    "You are a helpful, respectful and honest INTP-T AI Assistant named Buddy. You are "
+    "talking to a human User.\nAlways answer as helpfully and logically as possible, while "
+    "being safe. Your answers should not include any harmful, political, religious, "
+    "unethical, racist, sexist, toxic, dangerous, or illegal content. Please ensure that "
+    "your responses are socially unbiased and positive in nature.\nIf a question does not "
+    "make any sense, or is not factually coherent, explain why instead of answering "
+    "something not correct. If you don't know the answer to a question, please don't "
+    "share false information.\nYou can speak fluently in many languages, for example: "
+    "English, Chinese.\nYou cannot access the internet, but you have vast knowledge, "
+    "cutoff: 2021-09.\nYou are trained by OpenBuddy team, (https://openbuddy.ai, "
+    "https://github.com/OpenBuddy/OpenBuddy), you are based on LLaMA and Falcon "
+    "transformers model, not related to GPT or OpenAI.\n\n"
+)
+
+
+@_format("openbuddy")
+def format_openbuddy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    turns = _answer(_turns(messages, {"user": "User", "assistant": "Assistant"}), "Assistant")
+    return ChatFormatterResponse(prompt=_colon(_OPENBUDDY, turns, ("\n",), ":"))
+
+
+@_format("redpajama-incite")
+def format_redpajama_incite(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    turns = _answer(_turns(messages, {"user": "<human>", "assistant": "<bot>"}), "<bot>")
+    prompt = _colon(_system(messages), turns, ("\n",), ":")
+    return ChatFormatterResponse(prompt=prompt, stop="<human>")
+
+
+@_format("snoozy")
+def format_snoozy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = _system(messages) or (
+        "The prompt below is a question to answer, a task to complete, or a conversation "
+        "to respond to; decide which and write an appropriate response."
+    )
+    roles = {"user": "### Prompt", "assistant": "### Response"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_colon(system, turns, ("\n",), ":"), stop="###")
+
+
+@_format("intel")
+def format_intel(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    # llama-cpp-python's system text, braces and all (it never fills the field in).
+    roles = {"user": "### User:", "assistant": "### Assistant:"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(
+        prompt=_colon("### System:\n{system_message}", turns, ("\n",), ":")
+    )
+
+
+@_format("open-orca")
+def format_open_orca(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = (
+        "You are a helpful assistant. Please answer truthfully and write out your "
+        "thinking step by step to be sure you get the right answer. If you make a mistake "
+        "or encounter an error in your thinking, say so out loud and attempt to correct "
+        "it. If you don't know or aren't sure about something, say so clearly. You will "
+        "act as a professional logician, mathematician, and physicist. You will also act "
+        "as the most appropriate type of expert to answer any particular question or "
+        "solve the relevant problem; state which expert type your are, if so. Also think "
+        "of any particular named expert that would be ideal to answer the relevant "
+        "question or solve the relevant problem; name and act as them, if appropriate."
+    )
+    turns = _answer(_turns(messages, {"User": "User", "Assistant": "Assistant"}), "Assistant")
+    prompt = _colon(system, turns, ("<|end_of_turn|>\n",), ": ")
+    return ChatFormatterResponse(prompt=prompt, stop="User")
+
+
+@_format("mistrallite")
+def format_mistrallite(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = f"<|system|>{_system(messages)}</s>"
+    roles = {"user": "<|prompter|>", "assistant": "</s>\n<|assistant|>"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_bare(system, turns, " "))
+
+
+@_format("pygmalion")
+def format_pygmalion(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = f"<|system|>{_system(messages)}"
+    roles = {"user": "<|user|>", "assistant": "<|model|>"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    return ChatFormatterResponse(prompt=_chatml(system, turns, "\n"), stop="\n")
+
+
+@_format("chatglm3")
+def format_chatglm3(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    system = f"<|system|>\n{_system(messages)}"
+    roles = {"user": "<|user|>", "assistant": "<|assistant|>"}
+    turns = _answer(_turns(messages, roles), roles["assistant"])
+    prompt = system + "".join(f"{r}\n {t}" if t else r for r, t in turns)
+    return ChatFormatterResponse(prompt=prompt, stop="</s>")
+
+
+@_format("saiga")
+def format_saiga(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+    # llama-cpp-python maps the roles user, bot and system: assistant turns are left out.
+    turns = _turns(messages, {"user": "user", "bot": "bot", "system": "system"})
+    prompt = "".join(f"<s>{r}\n{t}</s>" if t else f"<s>{r}\n" for r, t in turns)
+    return ChatFormatterResponse(prompt=(prompt + "<s>bot").strip())
+
+
 # ---- vision handlers under llama-cpp-python's names ----------------------------------------
 
 MTMDChatHandler = _Mtmd
