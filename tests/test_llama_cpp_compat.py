@@ -214,6 +214,8 @@ def test_the_distribution_builds_at_llama_cys_version(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("__init__", "llama", "llama_cpp", "_internals", "llama_chat_format"):
         assert f"llama_cpp/{module}.py" in names
+    assert "llama_cpp/server/__main__.py" in names
+    assert "llama_cpp/py.typed" in names
 
 
 def _hub_cache(root: Path, repo_id: str, name: str, model: Path) -> Path:
