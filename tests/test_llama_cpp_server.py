@@ -106,11 +106,39 @@ def test_settings_without_a_llama_server_counterpart_are_refused(
     assert argv[argv.index("-ctk") + 1] == "q8_0"
     assert argv[argv.index("-sm") + 1] == "none"
     assert argv[argv.index("--port") + 1] == "9999"
-    two = tmp_path / "two.json"
-    two.write_text(json.dumps({"models": [{"model": model}, {"model": model}]}))
-    result = subprocess.run(
-        [sys.executable, "-m", "llama_cpp.server", "--config_file", str(two)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 1
-    assert "lists 2 models" in result.stderr
+
+
+def test_a_config_file_with_several_models_swaps_them(
+    tiny_model_path: Path, tiny_bert_path: Path, tmp_path: Path
+) -> None:
+    """One model loaded at a time, swapped by the request's "model" (an unknown name is
+    the first model), as llama-cpp-python's server does."""
+    port = free_port()
+    config = tmp_path / "two.json"
+    models = [
+        {"model": str(tiny_model_path), "model_alias": "chat", "n_ctx": 128},
+        {"model": str(tiny_bert_path), "model_alias": "embed", "embedding": True},
+    ]
+    config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}))
+    proc, port = start("--config_file", str(config), port=port)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
+            assert [m["id"] for m in json.loads(r.read())["data"]] == ["chat", "embed"]
+        out = post(port, "/v1/completions", {"model": "chat", "prompt": "Hi", "max_tokens": 2})
+        assert out["usage"]["completion_tokens"] == 2
+        emb = post(port, "/v1/embeddings", {"model": "embed", "input": "hello"})
+        assert len(emb["data"][0]["embedding"]) == 64
+        out = post(port, "/v1/completions", {"model": "nope", "prompt": "Hi", "max_tokens": 2})
+        assert out["model"] == "chat"
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/completions",
+            data=json.dumps(
+                {"model": "chat", "prompt": "Hi", "max_tokens": 3, "stream": True}
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as r:
+            events = [line for line in r.read().decode().splitlines() if line.startswith("data: ")]
+        assert events[-1] == "data: [DONE]"
+    finally:
+        stop(proc)

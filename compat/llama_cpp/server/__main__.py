@@ -257,6 +257,48 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     return argv
 
 
+def _without_address(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--host", "--port"):
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+def _serve_several(server: dict[str, Any], models: list[dict[str, Any]]) -> int:
+    """A config file's models, one loaded at a time, as llama-cpp-python's server."""
+    import uvicorn
+
+    from .swap import Swapper, create_app
+
+    by_alias: dict[str, list[str]] = {}
+    for model in models:
+        alias = model.get("model_alias") or model.get("model")
+        if not alias:
+            raise ValueError("each model of a config file needs a model path")
+        by_alias[alias] = _without_address(serve_argv(server, {**model, "model_alias": alias}))
+    s = {**_defaults(), **{k: v for k, v in server.items() if v is not None}}
+    swapper = Swapper(by_alias, s["api_key"])
+    swapper.ensure(None)  # the first model, loaded at start as there
+    try:
+        uvicorn.run(
+            create_app(swapper),
+            host=s["host"],
+            port=s["port"],
+            ssl_keyfile=s["ssl_keyfile"],
+            ssl_certfile=s["ssl_certfile"],
+            log_level="warning",
+        )
+    finally:
+        swapper.stop()
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = vars(parser.parse_args(argv))
@@ -264,12 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if config_file:
             server, models = _config(config_file)
-            if len(models) != 1:
-                raise ValueError(
-                    f"{config_file} lists {len(models)} models: llama-cy's server serves one "
-                    "per process (llama-server's router mode, for several, comes with "
-                    "llama_cy's next server issue)"
-                )
+            if not models:
+                raise ValueError(f"{config_file} lists no models")
+            if len(models) > 1:
+                return _serve_several(server, models)
             model = models[0]
         else:
             given = _from_environment(args)
