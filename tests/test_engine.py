@@ -175,3 +175,39 @@ def test_llama_after_serving_on_the_same_model(gemma_path: Path) -> None:
         llm.close()
     finally:
         model.close()
+
+
+def test_a_slot_reused_under_another_lora_clears_the_draft_context_too(
+    tiny: lc.LlamaModel, tmp_path: Path
+) -> None:
+    """A slot whose LoRA scales change drops its cache: in the draft model's context as
+    well as the target's, or the draft context keeps positions the slot no longer has."""
+    from tiny_model import write_tiny_lora
+
+    adapter = lc.LoraAdapter(tiny, write_tiny_lora(tmp_path / "lora.gguf", tiny))
+    prep = Preparer(tiny, profile="server")
+    job = prep.completion("hello world hello world", max_tokens=12, temperature=0,
+                          logit_bias=NO_END)  # fmt: skip
+    spec = {"types": "draft-simple", "draft_model": tiny, "n_max": 4}
+
+    def run(scales: Sequence[tuple[float, ...]]) -> list[list[int]]:
+        engine = Engine(tiny, slots=1, n_ctx=128, loras=[adapter], speculative=spec)
+        engine.start()
+
+        async def each() -> list[list[int]]:
+            out = []
+            for lora in scales:
+                task = engine.submit(job, lora=lora)
+                out.append(list(join_chunks([c async for c in engine.results(task)]).tokens))
+            return out
+
+        try:
+            return asyncio.run(each())
+        finally:
+            engine.stop()
+
+    reused = run([(0.0,), (1.0,), (1.0,)])
+    fresh = run([(1.0,)])
+    assert reused[1] == fresh[0]
+    assert reused[2] == fresh[0]
+    assert reused[0] != fresh[0]  # the adapter changes the output: the test can fail

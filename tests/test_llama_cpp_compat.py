@@ -216,6 +216,7 @@ def test_the_distribution_builds_at_llama_cys_version(tmp_path: Path) -> None:
         assert f"llama_cpp/{module}.py" in names
     assert "llama_cpp/server/__main__.py" in names
     assert "llama_cpp/py.typed" in names
+    assert any(n.endswith(".dist-info/LICENSE") or "/licenses/LICENSE" in n for n in names)
 
 
 def _hub_cache(root: Path, repo_id: str, name: str, model: Path) -> Path:

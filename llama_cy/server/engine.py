@@ -406,9 +406,9 @@ class Engine:
 
     def _start(self, slot: Sequence, task: Task) -> None:
         if task.lora != self._slot_lora[slot.id]:
-            # The cache was computed under other weights: none of it can be reused.
-            self.ctx.seq_rm(slot.id, -1, -1)
-            slot.cache.clear()
+            # The cache was computed under other weights: none of it can be reused, in
+            # the draft model's context either (forget() clears both).
+            slot.forget()
             self._slot_lora[slot.id] = task.lora
         slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
         self.tasks[slot.id] = task
