@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -35,3 +36,33 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     blocks = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
     assert any(ci == line.strip() for block in blocks for line in block.splitlines())
+
+
+def test_readme_switch_command_installs_a_working_llama_cpp(tmp_path: Path) -> None:
+    """The README's switch from llama-cpp-python: its compat/ install, into a target
+    folder (this environment already has llama_cy from `pip install .`), then used."""
+    import shutil
+
+    readme = (ROOT / "README.md").read_text()
+    command = "pip uninstall -y llama-cpp-python && pip install . ./compat"
+    assert command in readme
+    source = tmp_path / "compat"
+    shutil.copytree(ROOT / "compat", source, ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(source)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import llama_cpp; "
+        "assert llama_cpp.__file__.startswith(sys.argv[1]); "
+        "print(llama_cpp.llama_cpp.llama_max_devices() >= 1, hasattr(llama_cpp, 'Llama'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code, str(target)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True"]
