@@ -92,7 +92,7 @@ class Engine:
         queue_timeout: float | None = None,
         context_shift: bool = False,
         n_keep: int | None = None,
-        slot_prompt_similarity: float = 0.0,
+        slot_prompt_similarity: float = 0.1,
         warmup: bool = False,
         loras: Sequence_[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,

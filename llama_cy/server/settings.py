@@ -34,7 +34,7 @@ class ServerSettings:
     n_predict: int = -1
     threads: int | None = None
     threads_batch: int | None = None
-    n_gpu_layers: int = 0
+    n_gpu_layers: int = -1  # llama-server's: -1 is auto (all that fit)
     batch_size: int = 2048
     ubatch_size: int = 512
     flash_attn: bool | None = None
