@@ -486,11 +486,7 @@ def write_tiny_recurrent(
         writer.add_head_count(0)
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
-
-    def weight(*shape: int) -> npt.NDArray[np.float32]:
-        w: npt.NDArray[np.float32] = rng.standard_normal(shape, dtype=np.float32)
-        return w / np.float32(np.sqrt(shape[-1]))
-
+    weight = _weights(rng)
     ones = np.ones(n_embd, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
     writer.add_tensor("output_norm.weight", ones)

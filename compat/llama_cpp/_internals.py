@@ -17,19 +17,9 @@ import llama_cy
 from llama_cy._sampler import LlamaSampler as _Sampler
 
 from . import llama_cpp
+from ._enums import enum_name
 
 __all__ = ["LlamaBatch", "LlamaContext", "LlamaCyContext", "LlamaModel", "LlamaSampler"]
-
-
-def _name(prefix: str, value: int) -> Any:
-    """The lower-case name of a llama.h enum value; None for UNSPECIFIED (-1)."""
-    for name in dir(llama_cpp):
-        if name.startswith(prefix) and getattr(llama_cpp, name) == value:
-            suffix = name[len(prefix) :]
-            if suffix in ("COUNT", "MAX_VALUE"):
-                continue
-            return None if suffix == "UNSPECIFIED" or value == -1 else suffix.lower()
-    raise ValueError(f"{value} is not a value of llama.h's {prefix}* enum")
 
 
 class LlamaCyContext(llama_cy.LlamaContext):
@@ -62,7 +52,7 @@ class LlamaModel:
         self._model = llama_cy.LlamaModel.load(
             path_model,
             n_gpu_layers=params.n_gpu_layers,
-            split_mode=_name("LLAMA_SPLIT_MODE_", params.split_mode) or "layer",
+            split_mode=enum_name("LLAMA_SPLIT_MODE_", params.split_mode) or "layer",
             main_gpu=params.main_gpu,
             use_mmap=mode in (llama_cpp.LLAMA_LOAD_MODE_MMAP, llama_cpp.LLAMA_LOAD_MODE_MMAP_MLOCK)
             or mode == llama_cpp.LLAMA_LOAD_MODE_AUTO,
@@ -175,9 +165,9 @@ class LlamaContext:
             n_seq_max=params.n_seq_max,
             n_threads=params.n_threads,
             n_threads_batch=params.n_threads_batch,
-            rope_scaling_type=_name("LLAMA_ROPE_SCALING_TYPE_", params.rope_scaling_type),
-            pooling_type=_name("LLAMA_POOLING_TYPE_", params.pooling_type),
-            attention_type=_name("LLAMA_ATTENTION_TYPE_", params.attention_type),
+            rope_scaling_type=enum_name("LLAMA_ROPE_SCALING_TYPE_", params.rope_scaling_type),
+            pooling_type=enum_name("LLAMA_POOLING_TYPE_", params.pooling_type),
+            attention_type=enum_name("LLAMA_ATTENTION_TYPE_", params.attention_type),
             flash_attn=flash,
             rope_freq_base=params.rope_freq_base or None,
             rope_freq_scale=params.rope_freq_scale or None,
@@ -186,8 +176,8 @@ class LlamaContext:
             yarn_beta_fast=params.yarn_beta_fast,
             yarn_beta_slow=params.yarn_beta_slow,
             yarn_orig_ctx=params.yarn_orig_ctx or None,
-            type_k=_name("GGML_TYPE_", params.type_k),
-            type_v=_name("GGML_TYPE_", params.type_v),
+            type_k=enum_name("GGML_TYPE_", params.type_k),
+            type_v=enum_name("GGML_TYPE_", params.type_v),
             embeddings=params.embeddings,
             offload_kqv=params.offload_kqv,
             no_perf=params.no_perf,

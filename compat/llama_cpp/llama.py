@@ -27,6 +27,7 @@ from llama_cy.prepare import CHAT_POSITIONAL, positional
 from llama_cy.sampling import LlamaGrammar, SamplingParams, build_sampler
 
 from . import llama_chat_format, llama_cpp
+from ._enums import enum_name, enum_value
 from ._internals import LlamaCyContext
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache
 from .llama_grammar import LlamaGrammar as _LlamaGrammar
@@ -112,35 +113,6 @@ class LlamaState:
         self.llama_state = llama_state
         self.llama_state_size = llama_state_size
         self.seed = seed
-
-
-def _names(prefix: str, lower: bool = True) -> dict[int, str]:
-    """llama.h's enum values by number, named as llama_cy's keywords name them."""
-    out = {}
-    for name in dir(llama_cpp):
-        if name.startswith(prefix) and name[len(prefix) :] not in ("COUNT", "MAX_VALUE"):
-            out[int(getattr(llama_cpp, name))] = name[len(prefix) :].lower() if lower else name
-    return out
-
-
-_SPLIT = _names("LLAMA_SPLIT_MODE_")
-_ROPE = _names("LLAMA_ROPE_SCALING_TYPE_")
-_POOLING = _names("LLAMA_POOLING_TYPE_")
-_ATTENTION = _names("LLAMA_ATTENTION_TYPE_")
-_GGML_TYPE = _names("GGML_TYPE_")
-
-
-def _enum(table: dict[int, str], value: Any, what: str) -> Any:
-    """An enum given as llama.h's number (llama-cpp-python) or as llama_cy's name;
-    UNSPECIFIED (-1) is None."""
-    if value is None or isinstance(value, str):
-        return value
-    number = int(value)
-    if table.get(number) == "unspecified":
-        return None
-    if number not in table:
-        raise ValueError(f"{what}={value}: not a value of llama.h's enum")
-    return table[number]
 
 
 # What llama_cy's Llama takes beyond llama-cpp-python's named arguments.
@@ -295,7 +267,7 @@ class Llama(llama_cy.Llama):
         super().__init__(
             model_path,
             n_gpu_layers=n_gpu_layers,
-            split_mode=_enum(_SPLIT, split_mode, "split_mode"),
+            split_mode=enum_name("LLAMA_SPLIT_MODE_", split_mode, "split_mode"),
             main_gpu=main_gpu,
             tensor_split=tensor_split,
             vocab_only=vocab_only,
@@ -312,9 +284,11 @@ class Llama(llama_cy.Llama):
             n_threads_batch=n_threads_batch,
             seed=None,
             embedding=embedding,
-            rope_scaling_type=_enum(_ROPE, rope_scaling_type, "rope_scaling_type"),
-            pooling_type=_enum(_POOLING, pooling_type, "pooling_type"),
-            attention_type=_enum(_ATTENTION, attention_type, "attention_type"),
+            rope_scaling_type=enum_name(
+                "LLAMA_ROPE_SCALING_TYPE_", rope_scaling_type, "rope_scaling_type"
+            ),
+            pooling_type=enum_name("LLAMA_POOLING_TYPE_", pooling_type, "pooling_type"),
+            attention_type=enum_name("LLAMA_ATTENTION_TYPE_", attention_type, "attention_type"),
             rope_freq_base=rope_freq_base,
             rope_freq_scale=rope_freq_scale,
             yarn_ext_factor=yarn_ext_factor,
@@ -331,8 +305,8 @@ class Llama(llama_cy.Llama):
             chat_format=chat_format,
             chat_handler=chat_handler,
             draft_model=draft_model,
-            type_k=_enum(_GGML_TYPE, type_k, "type_k"),
-            type_v=_enum(_GGML_TYPE, type_v, "type_v"),
+            type_k=enum_name("GGML_TYPE_", type_k, "type_k"),
+            type_v=enum_name("GGML_TYPE_", type_v, "type_v"),
             verbose=verbose,
             **kwargs,
         )
@@ -389,9 +363,7 @@ class Llama(llama_cy.Llama):
         p: llama_cpp.llama_model_params = llama_cpp.llama_model_default_params()
         a = self._init_args
         p.n_gpu_layers = a["n_gpu_layers"]
-        p.split_mode = {v: k for k, v in _SPLIT.items()}.get(
-            _enum(_SPLIT, a["split_mode"], "split_mode"), 1
-        )
+        p.split_mode = enum_value("LLAMA_SPLIT_MODE_", a["split_mode"], 1)
         p.main_gpu = a["main_gpu"]
         p.vocab_only = a["vocab_only"]
         mmap, mlock = a["use_mmap"] and a["lora_path"] is None, a["use_mlock"]
@@ -415,7 +387,7 @@ class Llama(llama_cy.Llama):
         p.n_seq_max = ctx.n_seq_max
         p.n_threads, p.n_threads_batch = ctx.n_threads, ctx.n_threads_batch
         p.embeddings = self.embedding
-        p.pooling_type = {v: k for k, v in _POOLING.items()}.get(ctx.pooling_type, -1)
+        p.pooling_type = enum_value("LLAMA_POOLING_TYPE_", ctx.pooling_type, -1)
         return p
 
     @property

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import llama_cpp as capi
+from .._enums import enum_name
 
 # ---- llama-cpp-python's settings ------------------------------------------------------------
 
@@ -171,13 +172,6 @@ def _config(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 # ---- to llama-server's flags ------------------------------------------------------------------
 
 
-def _enum_name(prefix: str, value: int) -> str:
-    for name in dir(capi):
-        if name.startswith(prefix) and getattr(capi, name) == value:
-            return name[len(prefix) :].lower()
-    raise ValueError(f"{value} is not a value of llama.h's {prefix}* enum")
-
-
 def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     """The ``llama-cy serve`` arguments for llama-cpp-python's settings."""
     s = {**_defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
@@ -189,7 +183,7 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         raise ValueError("--model (or MODEL, or a config file's models) is required")
     argv = ["-m", s["model"], "--host", s["host"], "--port", str(s["port"])]
     argv += ["-ngl", str(s["n_gpu_layers"]), "-mg", str(s["main_gpu"])]
-    argv += ["-sm", _enum_name("LLAMA_SPLIT_MODE_", s["split_mode"])]
+    argv += ["-sm", enum_name("LLAMA_SPLIT_MODE_", s["split_mode"])]
     argv += ["-c", str(s["n_ctx"]), "-b", str(s["n_batch"]), "-ub", str(s["n_ubatch"])]
     argv += ["-t", str(s["n_threads"]), "-tb", str(s["n_threads_batch"])]
     # llama-cpp-python's server runs one request at a time in one context of n_ctx.
@@ -209,7 +203,7 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     seed = s["seed"]
     argv += ["-s", str(-1 if seed in (-1, capi.LLAMA_DEFAULT_SEED) else seed)]
     if s["rope_scaling_type"] != capi.LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED:
-        argv += ["--rope-scaling", _enum_name("LLAMA_ROPE_SCALING_TYPE_", s["rope_scaling_type"])]
+        argv += ["--rope-scaling", enum_name("LLAMA_ROPE_SCALING_TYPE_", s["rope_scaling_type"])]
     if s["rope_freq_base"]:
         argv += ["--rope-freq-base", str(s["rope_freq_base"])]
     if s["rope_freq_scale"]:
@@ -245,7 +239,7 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv += ["--draft-max", str(s["draft_model_num_pred_tokens"])]
     for flag, key in (("-ctk", "type_k"), ("-ctv", "type_v")):
         if s[key] is not None:
-            argv += [flag, _enum_name("GGML_TYPE_", s[key])]
+            argv += [flag, enum_name("GGML_TYPE_", s[key])]
     if s["api_key"]:
         argv += ["--api-key", s["api_key"]]
     if s["ssl_keyfile"]:
