@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llama_cy.settings import SAMPLING_SETTINGS
+from llama_cy.sampling_settings import SAMPLING_SETTINGS
 
 __all__ = ["main"]
 
@@ -288,7 +288,7 @@ def _sampling(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _add_sampling_flags(g: Any) -> None:
-    """The flags of :data:`~llama_cy.settings.SAMPLING_SETTINGS`, with llama-server's
+    """The flags of :data:`~llama_cy.sampling_settings.SAMPLING_SETTINGS`, with llama-server's
     defaults (None for the repeatable one: the default list)."""
     for s in SAMPLING_SETTINGS:
         if s.type is tuple:

@@ -1,20 +1,20 @@
 """The generation core: one sequence of a context's KV cache, stepped one batch at a time.
 
-A :class:`Sequence` owns the books of sequence ``id`` of a :class:`~llama_cy.LlamaContext`:
+A :class:`KVSequence` owns the books of sequence ``id`` of a :class:`~llama_cy.LlamaContext`:
 the tokens its KV cache holds, and the request it is generating for. Each step the driver
-asks it to :meth:`~Sequence.fill` part of a batch (its last sampled token, or the next
-chunk of its prompt), decodes the batch, tells it :meth:`~Sequence.decoded` (or
-:meth:`~Sequence.failed`), and lets it :meth:`~Sequence.sample` from its output row.
+asks it to :meth:`~KVSequence.fill` part of a batch (its last sampled token, or the next
+chunk of its prompt), decodes the batch, tells it :meth:`~KVSequence.decoded` (or
+:meth:`~KVSequence.failed`), and lets it :meth:`~KVSequence.sample` from its output row.
 Everything between the batch and the text is here, once: prefix reuse, prompt chunks,
-the sampler chain, stop strings and UTF-8 assembly (:class:`~llama_cy.streaming.Generation`),
+the sampler chain, stop strings and UTF-8 assembly (:class:`~llama_cy.streaming.CompletionOutput`),
 log-probabilities, ``max_tokens``, ``stopping_criteria``, context shift, timings,
 speculative decoding and cleanup after a failed decode.
 
 Speculative decoding (a :class:`~llama_cy.Speculator` given to the sequence): before a
-step the sequence asks for a draft after its last sampled token (:meth:`Sequence.request_draft`,
-then the driver drafts for every sequence at once and each :meth:`Sequence.take_draft`);
+step the sequence asks for a draft after its last sampled token (:meth:`KVSequence.request_draft`,
+then the driver drafts for every sequence at once and each :meth:`KVSequence.take_draft`);
 the step decodes the token and the draft together, with an output row for each;
-:meth:`Sequence.sample` samples row after row while the samples equal the draft, as
+:meth:`KVSequence.sample` samples row after row while the samples equal the draft, as
 llama-server's ``common_sampler_sample_and_accept_n`` does, and cuts the rest of the
 draft out of the KV cache. Each token is sampled from the same logits, in the same
 order, as without a draft, so the output is the same.
@@ -44,15 +44,15 @@ from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
-from llama_cy.streaming import Generation
+from llama_cy.streaming import CompletionOutput
 
 if TYPE_CHECKING:
     from llama_cy.chat import ChatPrompt
 
 __all__ = [
     "Job",
+    "KVSequence",
     "Media",
-    "Sequence",
     "StoppingCriteria",
     "backend_sampling_blocker",
     "common_prefix",
@@ -184,7 +184,7 @@ def backend_sampling_blocker(
     return None
 
 
-class Sequence:
+class KVSequence:
     """Sequence ``id`` of ``ctx``: the tokens its KV cache holds and the job it runs.
 
     ``n_ctx`` is the room this sequence has (the context's per-sequence size).
@@ -245,7 +245,7 @@ class Sequence:
         #: Tokens whose keys and values are in this sequence of the KV cache, in order.
         self.cache: list[int] = []
         self.job: Job | None = None
-        self.gen: Generation | None = None
+        self.gen: CompletionOutput | None = None
         self.chain: LlamaSampler | None = None
         self.grammar: LlamaSampler | None = None
         self.token = -1  # the sampled token that the next step decodes
@@ -300,7 +300,7 @@ class Sequence:
         if max_tokens is None and limit is not None and limit > 0:
             max_tokens = limit
         self.job, self.chain, self.grammar = job, chain, grammar
-        self.gen = Generation(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
+        self.gen = CompletionOutput(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
         self.token = -1
         self.i_batch = -1
         self.n_cached = n
@@ -613,7 +613,7 @@ class Sequence:
 
 
 def run(
-    seq: Sequence,
+    seq: KVSequence,
     batch: LlamaBatch,
     job: Job,
     samplers: tuple[LlamaSampler, LlamaSampler | None],

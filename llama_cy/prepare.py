@@ -24,7 +24,7 @@ from llama_cy.generation import Job, Media, StoppingCriteria
 from llama_cy.grammar import check_schema
 from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
-from llama_cy.settings import Profile, check, defaults
+from llama_cy.sampling_settings import Profile, check, defaults
 
 __all__ = ["CHAT_POSITIONAL", "COMPLETION_POSITIONAL", "Preparer", "positional"]
 

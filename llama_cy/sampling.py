@@ -21,7 +21,7 @@ from llama_cy._chat import reasoning_budget_sampler
 from llama_cy._model import LlamaModel
 from llama_cy._sampler import LlamaSampler
 from llama_cy.grammar import json_schema_to_grammar
-from llama_cy.settings import check, defaults
+from llama_cy.sampling_settings import check, defaults
 
 __all__ = ["LlamaGrammar", "LogitsProcessor", "SamplingParams", "build_sampler"]
 
@@ -104,7 +104,7 @@ _D = defaults("completion")
 @dataclass(slots=True)
 class SamplingParams:
     """Every sampling knob of a completion call; the defaults are llama-cpp-python's, from
-    :data:`~llama_cy.settings.SAMPLING_SETTINGS`, and out-of-range values raise ValueError.
+    :data:`~llama_cy.sampling_settings.SAMPLING_SETTINGS`, and out-of-range values raise ValueError.
 
     ``temperature <= 0`` means greedy. ``seed=None`` draws a fresh random seed.
     """

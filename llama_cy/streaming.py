@@ -2,7 +2,7 @@
 
 A token may end inside a multi-byte character, and a stop string may span several
 tokens. :class:`TextAssembler` holds back exactly what could still turn out to be
-either, and releases everything else at once. :class:`Generation` keeps the rest of
+either, and releases everything else at once. :class:`CompletionOutput` keeps the rest of
 one generation's books (token limit, log-probabilities, the chunks), for
 :class:`~llama_cy.Llama`'s loop and the server's slots alike.
 """
@@ -22,7 +22,7 @@ from llama_cy.completion import CompletionChunk, StopReason, Timings, TokenLogpr
 #: a sampler chain's candidates (``llama_cy.CANDIDATE_DTYPE``: id, logit, p)
 Candidates = npt.NDArray[np.void]
 
-__all__ = ["Generation", "TextAssembler"]
+__all__ = ["CompletionOutput", "TextAssembler"]
 
 
 class TextAssembler:
@@ -86,7 +86,7 @@ class TextAssembler:
         return out
 
 
-class Generation:
+class CompletionOutput:
     """One generation's state after the prompt: feed each sampled token to :meth:`add`.
 
     :meth:`add` sets :attr:`reason` when the model ends its turn, a stop string matches
@@ -165,7 +165,7 @@ class Generation:
             if self.text.stop is not None:
                 self.reason = "stop"
         if self.reason is None:
-            raise RuntimeError("Generation.finish() before a stop reason was set")
+            raise RuntimeError("CompletionOutput.finish() before a stop reason was set")
         logprobs = self._logprobs
         if logprobs is not None:  # tokens of a cut stop string are not part of the text
             logprobs = [lp for lp in logprobs if lp.offset < self.text.emitted]

@@ -26,8 +26,7 @@ from tiny_model import write_tiny_llama
 import llama_cy as lc
 from llama_cy import cli
 from llama_cy.errors import ClosedError, InvalidTokenError, ModelLoadError
-from llama_cy.generation import Job, run
-from llama_cy.generation import Sequence as KVSequence
+from llama_cy.generation import Job, KVSequence, run
 from llama_cy.sampling import SamplingParams
 from llama_cy.server.flags import settings_from_args
 

@@ -14,14 +14,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llama_cy.server.app import Server, create_app
+    from llama_cy.server.app import create_app
+    from llama_cy.server.core import Server
     from llama_cy.server.engine import Engine, QueueFullError
     from llama_cy.server.settings import ServerSettings, load_model
 
 # Imported when first used: the command line reads llama_cy.server.flags without
 # loading Starlette and the engine.
 _LAZY = {
-    "Server": "app",
+    "Server": "core",
     "create_app": "app",
     "Engine": "engine",
     "QueueFullError": "engine",

@@ -1,7 +1,7 @@
 """The server's engine: continuous batching over the sequences of its own context.
 
 The engine creates and owns one :class:`~llama_cy.LlamaContext` with a sequence per slot
-(``n_seq_max = slots``). Each slot is a :class:`~llama_cy.generation.Sequence`, the same
+(``n_seq_max = slots``). Each slot is a :class:`~llama_cy.generation.KVSequence`, the same
 generation core that ``Llama`` drives alone. One scheduler thread builds a single batch
 per step from every busy slot (the token each generating slot sampled last, then prompt
 chunks while room is left), decodes it once with the GIL released, lets each slot sample
@@ -23,8 +23,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
-from collections.abc import Sequence as Sequence_
+from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -37,7 +36,7 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
-from llama_cy.generation import Job, Sequence, common_prefix
+from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.speculative import speculator
 
 __all__ = ["Engine", "QueueFullError", "Task"]
@@ -94,7 +93,7 @@ class Engine:
         n_keep: int | None = None,
         slot_prompt_similarity: float = 0.1,
         warmup: bool = False,
-        loras: Sequence_[LoraAdapter] = (),
+        loras: Sequence[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,
         backend_sampling: bool = False,
         **context: Any,
@@ -128,7 +127,7 @@ class Engine:
         self._lora_turn = 0
         keep = n_keep if n_keep is not None else int(model.add_bos)
         self.slots = [
-            Sequence(
+            KVSequence(
                 ctx,
                 i,
                 n_ctx=self.n_ctx_slot,
@@ -152,7 +151,7 @@ class Engine:
         # loop: one wake-up (and GIL hand-over) per step instead of one per slot.
         self._outbox: list[tuple[Task, CompletionChunk | BaseException]] = []
         # Work on one idle slot, run on the engine thread between steps (slot actions).
-        self._calls: list[tuple[int, Callable[[Sequence], Any], Future[Any]]] = []
+        self._calls: list[tuple[int, Callable[[KVSequence], Any], Future[Any]]] = []
         # Counters for /metrics, named as llama-server's.
         self.n_prompt_tokens = 0
         self.t_prompt_s = 0.0
@@ -273,7 +272,7 @@ class Engine:
                 self._queue.remove(task)
             self._cond.notify()
 
-    def on_slot(self, slot_id: int, fn: Callable[[Sequence], T]) -> Future[T]:
+    def on_slot(self, slot_id: int, fn: Callable[[KVSequence], T]) -> Future[T]:
         """Run ``fn(slot)`` on the engine thread once slot ``slot_id`` is idle (it waits
         for the request it runs, if any); the future holds its result. Any thread."""
         if not 0 <= slot_id < len(self.slots):
@@ -390,7 +389,7 @@ class Engine:
                 self._cond.wait()
         return False
 
-    def _pick_slot(self, task: Task) -> Sequence | None:
+    def _pick_slot(self, task: Task) -> KVSequence | None:
         """llama-server's choice: the slot the task asks for (None while it is busy);
         else the idle slot whose cache shares the largest fraction of the prompt, above
         ``slot_prompt_similarity``; else the least recently used idle slot."""
@@ -404,7 +403,7 @@ class Engine:
                 return best
         return min(idle, key=lambda s: s.last_used)
 
-    def _start(self, slot: Sequence, task: Task) -> None:
+    def _start(self, slot: KVSequence, task: Task) -> None:
         if task.lora != self._slot_lora[slot.id]:
             # The cache was computed under other weights: none of it can be reused, in
             # the draft model's context either (forget() clears both).
@@ -417,7 +416,7 @@ class Engine:
         if task.job.progress:  # the first report: what the cache already holds
             self._outbox.append((task, slot.progress()))
 
-    def _free(self, slot: Sequence) -> None:
+    def _free(self, slot: KVSequence) -> None:
         slot.release()
         self.tasks[slot.id] = None
 
@@ -511,7 +510,7 @@ class Engine:
             self._outbox.append((task, chunk))
         self._flush()
 
-    def _lora_step(self, busy: list[Sequence]) -> list[Sequence]:
+    def _lora_step(self, busy: list[KVSequence]) -> list[KVSequence]:
         """The slots of this step: those under the set of LoRA scales whose turn it
         is, with that set applied to the context."""
         sets = list(dict.fromkeys(self._slot_lora[s.id] for s in busy))
@@ -542,7 +541,7 @@ class Engine:
                 for task, _ in items:
                     task.cancelled = True
 
-    def _end(self, s: Sequence, exc: BaseException) -> None:
+    def _end(self, s: KVSequence, exc: BaseException) -> None:
         """This slot's request ends with ``exc``."""
         task = self.tasks[s.id]
         with self._cond:

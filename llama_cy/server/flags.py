@@ -11,7 +11,7 @@ three fates:
 - ``REFUSED``: given, it stops the start with a message that names it and says why
   (``note``), so that nothing is silently ignored.
 
-The sampling flags come from :data:`~llama_cy.settings.SAMPLING_SETTINGS` and set the
+The sampling flags come from :data:`~llama_cy.sampling_settings.SAMPLING_SETTINGS` and set the
 defaults of requests, as in llama-server.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from llama_cy.settings import SAMPLING_SETTINGS
+from llama_cy.sampling_settings import SAMPLING_SETTINGS
 
 __all__ = ["FLAGS", "Flag", "add_flags", "check_flags", "flag_table", "llama_server_argv"]
 

@@ -3,14 +3,12 @@ several), chat messages and their content parts, and logit biases."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llama_cy.generation import Media
 from llama_cy.media import decode_base64
+from llama_cy.server.core import Server
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import Server
 
 __all__ = [
     "MediaTokens",

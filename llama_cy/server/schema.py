@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from llama_cy.settings import SAMPLING_SETTINGS, Setting
+from llama_cy.sampling_settings import SAMPLING_SETTINGS, Setting
 
 __all__ = [
     "CHAT",

@@ -19,7 +19,7 @@ class ServerSettings:
     """The server's settings; the names are llama-server's long flags.
 
     ``sampling`` holds the defaults of requests that do not say, by the Python names of
-    :data:`~llama_cy.settings.SAMPLING_SETTINGS` (llama-server's own defaults otherwise).
+    :data:`~llama_cy.sampling_settings.SAMPLING_SETTINGS` (llama-server's own defaults otherwise).
     ``context`` and ``load`` are extra keywords of :class:`~llama_cy.LlamaContext` and
     :meth:`~llama_cy.LlamaModel.load` (KV cache types, RoPE, split mode, ...).
     ``speculative`` turns on speculative decoding for every slot.

@@ -8,31 +8,26 @@ then prepared and generated as any chat; :class:`AnthropicShaper` gives the repl
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy.chat import ChatParser
 from llama_cy.completion import Completion, CompletionChunk
-from llama_cy.responses import Shaper
-from llama_cy.server import schema
-from llama_cy.server.inputs import messages
+from llama_cy.openai_shapes import Shaper
+from llama_cy.server import respond, schema
+from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.requests import prepare_chat
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
 
 __all__ = ["AnthropicShaper", "routes", "to_openai"]
 
 
 def routes(server: Server) -> list[RouteSpec]:
-    from llama_cy.server.openai_api import chat_kwargs
-
     post = ["POST"]
 
     async def create(request: Request) -> Response:
@@ -41,25 +36,17 @@ def routes(server: Server) -> list[RouteSpec]:
         chat = to_openai(raw)
         schema.refuse_unsupported(chat)
         body = schema.check(chat, schema.CHAT, ("messages",))
-        job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"], allow_empty=True, media=server.mtmd is not None),
-            **chat_kwargs(server, body),
-        )
+        job = await prepare_chat(server, body, allow_empty=True)
         assert job.chat is not None
         stream = bool(body.get("stream"))
         parser = ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream)
         shaper = AnthropicShaper(server.model_id, parser, n_prompt=len(job.tokens))
-        return await server.run(request, [(job, shaper)], body, done_marker=False)
+        return await respond.run(server, request, [(job, shaper)], body, done_marker=False)
 
     async def count_tokens(request: Request) -> Response:
         raw = schema.parse(await request.body())
         body = schema.check(to_openai(raw), schema.CHAT, ("messages",))
-        job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"], allow_empty=True, media=server.mtmd is not None),
-            **chat_kwargs(server, body),
-        )
+        job = await prepare_chat(server, body, allow_empty=True)
         return JSONResponse({"input_tokens": len(job.tokens)})
 
     return [

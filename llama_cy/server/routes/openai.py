@@ -1,65 +1,26 @@
 """OpenAI's API: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions`` (the
 last also as ``/chat/completions``), and ``/health``. Embeddings are in
-:mod:`.embeddings`."""
+:mod:`.embeddings`, the Responses API in :mod:`.openai_responses`."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy.chat import ChatParser
 from llama_cy.generation import Job
-from llama_cy.responses import ChatShaper, CompletionShaper, Shaper
-from llama_cy.server import schema
-from llama_cy.server.inputs import input_prompts, messages, prompt
+from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
+from llama_cy.server import respond, schema
+from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.inputs import input_prompts, prompt
+from llama_cy.server.requests import prepare_chat, read_body, sampling
 from llama_cy.server.schema import ApiError
 
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
-
-__all__ = ["chat_kwargs", "render_kwargs", "routes"]
-
-
-def render_kwargs(body: dict[str, Any]) -> dict[str, Any]:
-    """The keywords of ``Preparer.chat_prompt`` for a chat request's body (checked
-    against ``schema.CHAT``), as llama-server reads them."""
-    return {
-        "tools": body.get("tools"),
-        "tool_choice": body.get("tool_choice"),
-        "parallel_tool_calls": body.get("parallel_tool_calls"),
-        "functions": body.get("functions"),
-        "function_call": body.get("function_call"),
-        "response_format": body.get("response_format")
-        or (
-            {"type": "json_schema", "json_schema": {"schema": body["json_schema"]}}
-            if "json_schema" in body
-            else None
-        ),
-        "chat_template_kwargs": body.get("chat_template_kwargs"),
-        "reasoning_format": body.get("reasoning_format"),
-        "reasoning_effort": body.get("reasoning_effort"),
-        "add_generation_prompt": body.get("add_generation_prompt"),
-        "continue_final_message": body.get("continue_final_message"),
-    }
-
-
-def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
-    """The keywords of ``Preparer.chat`` for a chat request's body."""
-    return {
-        **render_kwargs(body),
-        "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
-        "stop": body.get("stop"),
-        "logprobs": body.get("logprobs"),
-        "top_logprobs": body.get("top_logprobs"),
-        # llama-server's names (and its alias)
-        "reasoning_budget": body.get("reasoning_budget_tokens", body.get("thinking_budget_tokens")),
-        "reasoning_budget_message": body.get("reasoning_budget_message"),
-        **server.sampling(body),
-    }
+__all__ = ["combine_choices", "routes"]
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -88,7 +49,7 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def completions(request: Request) -> Response:
         server.generating()
-        body = await server.body(request, schema.COMPLETION, "prompt")
+        body = await read_body(server, request, schema.COMPLETION, "prompt")
         suffix = body.get("suffix")
         value = body["prompt"]
         if suffix is not None:  # fill-in-the-middle: one text prompt
@@ -107,7 +68,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     logprobs=body.get("logprobs"),
                     stop=body.get("stop"),
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
-                    **server.sampling(body),
+                    **sampling(server, body),
                 )
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
@@ -120,16 +81,12 @@ def routes(server: Server) -> list[RouteSpec]:
                     id=cmpl_id,
                 )
                 jobs.append((job, shaper))
-        return await server.run(request, jobs, body, combine=combine_choices)
+        return await respond.run(server, request, jobs, body, combine=combine_choices)
 
     async def chat_completions(request: Request) -> Response:
         server.generating()
-        body = await server.body(request, schema.CHAT, "messages")
-        job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"], media=server.mtmd is not None),
-            **chat_kwargs(server, body),
-        )
+        body = await read_body(server, request, schema.CHAT, "messages")
+        job = await prepare_chat(server, body)
         assert job.chat is not None
         stream = bool(body.get("stream"))
         cmpl_id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -145,15 +102,11 @@ def routes(server: Server) -> list[RouteSpec]:
                 id=cmpl_id,
             )
             jobs.append((job, shaper))
-        return await server.run(request, jobs, body, combine=combine_choices)
+        return await respond.run(server, request, jobs, body, combine=combine_choices)
 
     async def chat_input_tokens(request: Request) -> Response:
-        body = await server.body(request, schema.CHAT, "messages")
-        job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"], media=server.mtmd is not None),
-            **chat_kwargs(server, body),
-        )
+        body = await read_body(server, request, schema.CHAT, "messages")
+        job = await prepare_chat(server, body)
         return JSONResponse({"input_tokens": len(job.tokens)})
 
     return [

@@ -9,30 +9,25 @@ them; it is prepared and generated as any chat, and :class:`ResponsesShaper` giv
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy.chat import ChatParser
 from llama_cy.completion import Completion, CompletionChunk
-from llama_cy.responses import Shaper
-from llama_cy.server import schema
-from llama_cy.server.inputs import messages
+from llama_cy.openai_shapes import Shaper
+from llama_cy.server import respond, schema
+from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.requests import prepare_chat
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
 
 __all__ = ["ResponsesShaper", "routes", "to_chat"]
 
 
 def routes(server: Server) -> list[RouteSpec]:
-    from llama_cy.server.openai_api import chat_kwargs
-
     post = ["POST"]
 
     async def prepare(request: Request) -> tuple[dict[str, Any], Any]:
@@ -40,11 +35,7 @@ def routes(server: Server) -> list[RouteSpec]:
         chat = to_chat(raw)
         schema.refuse_unsupported(chat)
         body = schema.check(chat, schema.CHAT, ("messages",))
-        job = await asyncio.to_thread(
-            server.preparer.chat,
-            messages(body["messages"], media=server.mtmd is not None),
-            **chat_kwargs(server, body),
-        )
+        job = await prepare_chat(server, body)
         return body, job
 
     async def create(request: Request) -> Response:
@@ -54,7 +45,7 @@ def routes(server: Server) -> list[RouteSpec]:
         stream = bool(body.get("stream"))
         parser = ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream)
         shaper = ResponsesShaper(server.model_id, parser, n_prompt=len(job.tokens))
-        return await server.run(request, [(job, shaper)], body, done_marker=False)
+        return await respond.run(server, request, [(job, shaper)], body, done_marker=False)
 
     async def input_tokens(request: Request) -> Response:
         _, job = await prepare(request)

@@ -9,36 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from llama_cy._tools import ServerTools, ToolResponse
+from llama_cy._tools import ToolResponse
+from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.schema import ApiError
 
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
-    from llama_cy.server.settings import ServerSettings
-
-__all__ = ["routes", "start"]
+__all__ = ["routes"]
 
 # The request headers llama-server's tools read (all others stay here).
 _HEADERS = ("x-tool-cwd", "x-tool-runtime", "x-resp-type")
-
-
-def start(settings: ServerSettings) -> ServerTools | None:
-    """The tools and MCP servers the settings ask for (MCP servers spawned and listed
-    now, as at llama-server's start); None when none are asked for. ToolsError where
-    llama-server would not start."""
-    if not (settings.tools or settings.mcp_servers_config or settings.mcp_servers_json):
-        return None
-    return ServerTools(
-        settings.tools,
-        settings.tools_runtime,
-        settings.mcp_servers_config,
-        settings.mcp_servers_json,
-    )
 
 
 def routes(server: Server) -> list[RouteSpec]:

@@ -10,15 +10,12 @@ import asyncio
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
 
 __all__ = ["routes"]
 

@@ -13,9 +13,9 @@ import llama_cy as lc
 from llama_cy import cli
 from llama_cy.prepare import Preparer
 from llama_cy.sampling import SamplingParams
+from llama_cy.sampling_settings import SAMPLING_SETTINGS, check, defaults, server_names
 from llama_cy.server import schema
-from llama_cy.server.app import _SAMPLING_FIELDS
-from llama_cy.settings import SAMPLING_SETTINGS, check, defaults, server_names
+from llama_cy.server.requests import SAMPLING_FIELDS
 
 CHAT = [{"role": "user", "content": "hi"}]
 
@@ -73,10 +73,10 @@ def test_cli_flags_come_from_the_table() -> None:
 def test_server_fields_and_renames_come_from_the_table() -> None:
     for s in SAMPLING_SETTINGS:
         assert s.name in schema.SAMPLING
-        assert _SAMPLING_FIELDS[s.name] == s.name
+        assert SAMPLING_FIELDS[s.name] == s.name
         if s.server is not None:
             assert s.server in schema.SAMPLING
-            assert _SAMPLING_FIELDS[s.server] == s.name
+            assert SAMPLING_FIELDS[s.server] == s.name
     assert server_names() == {"repeat_last_n": "penalty_last_n", "mirostat": "mirostat_mode"}
 
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
 
 __all__ = ["routes"]
 
@@ -65,55 +61,10 @@ HELP = {
 }
 
 
-def counters(server: Server) -> dict[str, float]:
-    """The counters so far: those of the engines that slept, plus the running one's
-    (the speculative ones stay 0 without speculative decoding)."""
-    now: dict[str, float] = {
-        "prompt_tokens_total": 0.0,
-        "prompt_tokens_cached_total": 0.0,
-        "prompt_seconds_total": 0.0,
-        "tokens_predicted_total": 0.0,
-        "tokens_predicted_seconds_total": 0.0,
-        "n_decode_total": 0.0,
-        "n_tokens_max": 0.0,
-        "spec_decode_num_draft_tokens_total": 0.0,
-        "spec_decode_num_accepted_tokens_total": 0.0,
-        "spec_decode_num_drafts_total": 0.0,
-        "n_busy_slots": 0.0,  # the sum behind n_busy_slots_per_decode
-    }
-    e = server.engine
-    emb = server.embedder
-    if e is not None:
-        now.update(
-            prompt_tokens_total=e.n_prompt_tokens,
-            prompt_tokens_cached_total=e.n_prompt_cached,
-            prompt_seconds_total=e.t_prompt_s,
-            tokens_predicted_total=e.n_predicted,
-            tokens_predicted_seconds_total=e.t_predicted_s,
-            n_decode_total=e.n_decode,
-            n_tokens_max=e.n_tokens_max,
-            spec_decode_num_draft_tokens_total=e.n_draft_tokens,
-            spec_decode_num_accepted_tokens_total=e.n_draft_accepted,
-            spec_decode_num_drafts_total=e.n_draft_steps,
-            n_busy_slots=e.n_busy_slots,
-        )
-    elif emb is not None:  # an embedding server: its decodes are all prompt
-        now.update(
-            prompt_tokens_total=emb.n_tokens,
-            prompt_seconds_total=emb.t_s,
-            n_decode_total=emb.n_decode,
-            n_busy_slots=emb.n_decode,
-        )
-    base = server.metrics_base
-    out = {k: float(v) + base.get(k, 0.0) for k, v in now.items()}
-    out["n_tokens_max"] = max(float(now["n_tokens_max"]), base.get("n_tokens_max", 0.0))
-    return out
-
-
 def _values(server: Server) -> tuple[dict[str, float], dict[str, float]]:
     """The counters and gauges; the throughputs cover the time since the last scrape
     (a sleeping server's, since the last scrape before it slept)."""
-    total = counters(server)
+    total = server.counters()
     busy = total.pop("n_busy_slots")
     e = server.engine
     window = e.window if e is not None else server.frozen_window

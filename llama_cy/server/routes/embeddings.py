@@ -6,7 +6,7 @@ TEI's shapes). They run on the server's embedding context (``--embeddings``, or
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -15,11 +15,10 @@ from starlette.responses import JSONResponse, Response
 
 from llama_cy.embedding import Embedder
 from llama_cy.server import schema
+from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, prompt_parts
+from llama_cy.server.requests import read_body
 from llama_cy.server.schema import ApiError
-
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
 
 __all__ = ["normalize", "routes"]
 
@@ -38,7 +37,7 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def native(request: Request) -> Response:
         emb = embedder()
-        body = await server.body(request, schema.EMBEDDINGS)
+        body = await read_body(server, request, schema.EMBEDDINGS)
         inputs = _inputs(server, emb, body)
         norm = body.get("embd_normalize", server.settings.embd_normalize)
         pooled = emb.ctx.pooling_type != "none"
@@ -52,7 +51,7 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def openai(request: Request) -> Response:
         emb = embedder()
-        body = await server.body(request, schema.EMBEDDINGS)
+        body = await read_body(server, request, schema.EMBEDDINGS)
         if "input" not in body:
             raise ApiError(400, "'input' is required", param="input")
         if emb.ctx.pooling_type == "none":
@@ -93,7 +92,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 "model with a ranking head",
                 "not_supported_error",
             )
-        body = await server.body(request, schema.RERANK, "query")
+        body = await read_body(server, request, schema.RERANK, "query")
         tei = "documents" not in body and "texts" in body
         docs = body.get("documents", body.get("texts"))
         if not docs or not all(isinstance(d, str) for d in docs):

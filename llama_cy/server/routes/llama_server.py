@@ -4,32 +4,25 @@
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import time
-from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from llama_cy._backend import LLAMA_CPP_BUILD
-from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
-from llama_cy.generation import Job, Sequence
+from llama_cy.generation import Job, KVSequence
 from llama_cy.grammar import json_schema_to_grammar
-from llama_cy.responses import Shaper
-from llama_cy.server import schema
+from llama_cy.server import respond, schema
+from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, logit_bias, lora_request, messages
-from llama_cy.server.openai_api import render_kwargs
+from llama_cy.server.llama_server_shapes import LlamaServerShaper
+from llama_cy.server.requests import read_body, render_kwargs, sampling
 from llama_cy.server.schema import ApiError
-from llama_cy.settings import SAMPLING_SETTINGS
 
-if TYPE_CHECKING:
-    from llama_cy.server.app import RouteSpec, Server
-
-__all__ = ["NativeShaper", "routes"]
+__all__ = ["infill_tokens", "prepare_native", "routes", "slot_file"]
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -37,13 +30,14 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def completion(request: Request) -> Response:
         server.generating()
-        body = await server.body(request, schema.NATIVE_COMPLETION, "prompt")
+        body = await read_body(server, request, schema.NATIVE_COMPLETION, "prompt")
         prompts = await asyncio.to_thread(input_prompts, server, body["prompt"])
         jobs = []
         for i, tokens in enumerate(prompts):
             job = await asyncio.to_thread(prepare_native, server, tokens, body)
-            jobs.append((job, NativeShaper(server, job, body, index=i)))
-        return await server.run(request, jobs, body, done_marker=False)
+            jobs.append((job, LlamaServerShaper(server, job, body, index=i)))
+        # The answer is llama-server's own view: no __verbose copy of it.
+        return await respond.run(server, request, jobs, body, done_marker=False, verbose_view=False)
 
     async def infill(request: Request) -> Response:
         server.generating()
@@ -63,7 +57,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 f"infill is not supported by this model: it has no FIM {', '.join(missing)} token",
                 "not_supported_error",
             )
-        body = await server.body(request, schema.INFILL, "input_prefix", "input_suffix")
+        body = await read_body(server, request, schema.INFILL, "input_prefix", "input_suffix")
         extra = body.get("input_extra", [])
         for chunk in extra:
             if not (isinstance(chunk, dict) and isinstance(chunk.get("text"), str)):
@@ -84,9 +78,8 @@ def routes(server: Server) -> list[RouteSpec]:
             n_ctx=engine.n_ctx_slot,
         )
         job = await asyncio.to_thread(prepare_native, server, tokens, body)
-        return await server.run(
-            request, [(job, NativeShaper(server, job, body))], body, done_marker=False
-        )
+        jobs = [(job, LlamaServerShaper(server, job, body))]
+        return await respond.run(server, request, jobs, body, done_marker=False, verbose_view=False)
 
     async def tokenize(request: Request) -> Response:
         fields = {
@@ -140,7 +133,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def props(request: Request) -> Response:
         if server.sleeping:  # what was shown last, as llama-server keeps it
             return JSONResponse({**server.props_cache, "is_sleeping": True})
-        server.props_cache = props_dict(server)
+        server.props_cache = server.props()
         return JSONResponse({**server.props_cache, "is_sleeping": False})
 
     async def slots(request: Request) -> Response:
@@ -240,47 +233,6 @@ def routes(server: Server) -> list[RouteSpec]:
     ]
 
 
-_STOP_TYPES = {"eog": "eos", "stop": "word", "length": "limit"}
-
-
-def props_dict(server: Server) -> dict[str, Any]:
-    """llama-server's GET /props."""
-    sampling = server.preparer.sampling("server")
-    params: dict[str, Any] = {
-        "n_predict": server.settings.n_predict,
-        "seed": server.settings.seed,
-        "backend_sampling": server.settings.backend_sampling,
-    }
-    for s in SAMPLING_SETTINGS:
-        value = getattr(sampling, s.name)
-        params[s.server_name] = list(value) if isinstance(value, tuple) else value
-    template = server.preparer.template
-    vocab = server.model
-    engine = server.engine
-    return {
-        "default_generation_settings": {"n_ctx": server.n_ctx, "params": params},
-        "total_slots": len(engine.slots) if engine is not None else 1,
-        "model_aliases": sorted(server.settings.aliases),
-        "model_tags": sorted(server.settings.tags),
-        "model_alias": server.model_id,
-        "model_path": server.settings.model,
-        "chat_template": template.source,
-        "chat_template_caps": template.caps,
-        "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
-        "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
-        "modalities": modalities(server),
-        "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
-        "endpoint_slots": server.settings.slots_endpoint,
-        "endpoint_metrics": server.settings.metrics,
-    }
-
-
-def modalities(server: Server) -> dict[str, bool]:
-    """What the server takes besides text (its projector's inputs)."""
-    mtmd = server.mtmd
-    return {"vision": bool(mtmd and mtmd.vision), "audio": bool(mtmd and mtmd.audio)}
-
-
 def infill_tokens(
     server: Server,
     prefix: Any,
@@ -334,12 +286,12 @@ def infill_tokens(
 
 def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> Job:
     """A /completion (or /infill) request's job, llama-server's fields read."""
-    sampling = server.sampling(body)
+    settings = sampling(server, body)
     bias = body.get("logit_bias")
     if bias is not None:
-        sampling["logit_bias"] = logit_bias(server, bias)
+        settings["logit_bias"] = logit_bias(server, bias)
     if "json_schema" in body and "grammar" not in body:
-        sampling["grammar"] = json_schema_to_grammar(body["json_schema"])
+        settings["grammar"] = json_schema_to_grammar(body["json_schema"])
     n_probs = body.get("n_probs", 0)
     if n_probs < 0:
         raise ApiError(400, "n_probs must be >= 0", param="n_probs")
@@ -349,173 +301,10 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         stop=body.get("stop"),
         logprobs=n_probs if n_probs > 0 else None,
         media=getattr(tokens, "media", None),
-        **sampling,
+        **settings,
     )
     # llama-server's probabilities of the distribution the sampler chain left
     return replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
-
-
-def probabilities(lps: list[TokenLogprob], post_sampling: bool) -> list[dict[str, Any]]:
-    """llama-server's ``completion_probabilities``: log-probabilities, or post-sampling
-    probabilities (``prob``, ``top_probs``)."""
-
-    def one(token: int, piece: bytes, logprob: float) -> dict[str, Any]:
-        value = math.exp(logprob) if post_sampling else logprob
-        return {
-            "id": token,
-            "token": piece.decode("utf-8", "ignore"),
-            "bytes": list(piece),
-            "prob" if post_sampling else "logprob": value,
-        }
-
-    top = "top_probs" if post_sampling else "top_logprobs"
-    return [{**one(lp.token, lp.piece, lp.logprob), top: [one(*t) for t in lp.top]} for lp in lps]
-
-
-def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> dict[str, Any]:
-    """llama-server's ``generation_settings``: the request's sampling as it ran."""
-    p = job.params
-    out: dict[str, Any] = {
-        "seed": p.seed if p.seed is not None else -1,
-        "n_predict": job.max_tokens if job.max_tokens is not None else -1,
-        "max_tokens": job.max_tokens if job.max_tokens is not None else -1,
-        "stream": bool(body.get("stream")),
-        "n_probs": job.n_logprobs or 0,
-        "post_sampling_probs": job.post_sampling_probs,
-        "backend_sampling": (
-            bool(body["backend_sampling"])
-            if body.get("backend_sampling") is not None
-            else server.settings.backend_sampling
-        ),
-        "stop": list(job.stop),
-        "ignore_eos": bool(body.get("ignore_eos")),
-        "n_keep": server.settings.keep,
-        "grammar": job.params.grammar if isinstance(job.params.grammar, str) else "",
-        # -inf (never) is null in JSON, as llama-server writes it
-        "logit_bias": [
-            {"token": t, "bias": b if b != float("-inf") else None}
-            for t, b in (p.logit_bias or {}).items()
-        ],
-        # llama.cpp's adaptive-p sampler is not in llama_cy's chain: reported off.
-        "adaptive_target": -1.0,
-        "adaptive_decay": 0.9,
-        "speculative.types": (
-            server.engine.spec.types
-            if server.engine is not None and server.engine.spec is not None
-            else "none"
-        ),
-    }
-    for s in SAMPLING_SETTINGS:
-        value = getattr(p, s.name)
-        out[s.server_name] = list(value) if isinstance(value, tuple) else value
-    out["mirostat"] = out.pop("mirostat_mode", 0)
-    return out
-
-
-class NativeShaper(Shaper):
-    """``/completion``: ``{"content", "stop", ...}`` objects, the last with the stop
-    type, counts, settings and timings, in llama-server's shapes."""
-
-    kind = "cmpl"
-
-    def __init__(
-        self, server: Server, job: Job, body: Mapping[str, Any], *, index: int = 0
-    ) -> None:
-        super().__init__(server.model_id)
-        self.server = server
-        self.job = job
-        self.index = index
-        self.return_tokens = bool(body.get("return_tokens"))
-        self.per_token = bool(body.get("timings_per_token"))
-        self.streaming = bool(body.get("stream"))
-        self.backend_sampling = body.get("backend_sampling")
-        self.fields = body.get("response_fields") or []
-        self.slot = -1
-        self._n = 0
-        self._new_line = False
-
-    def _partial(self, chunk: CompletionChunk) -> dict[str, Any]:
-        self._n += len(chunk.tokens)
-        self._new_line = self._new_line or "\n" in chunk.text
-        out: dict[str, Any] = {
-            "index": self.index,
-            "content": chunk.text,
-            "tokens": chunk.tokens,
-            "stop": False,
-            "id_slot": self.slot,
-            "tokens_predicted": self._n,
-            "tokens_evaluated": len(self.job.tokens),
-        }
-        if chunk.logprobs:
-            out["completion_probabilities"] = self._probabilities(chunk.logprobs)
-        if chunk.timings is not None and (self.per_token or chunk.stop_reason is None):
-            out["timings"] = chunk.timings.as_dict()
-        if chunk.progress is not None:
-            out["prompt_progress"] = chunk.progress.as_dict()
-        return out
-
-    def chunk(self, chunk: CompletionChunk) -> list[dict[str, Any]]:
-        out = []
-        if chunk.text or chunk.tokens or chunk.stop_reason is None:
-            out.append(self._partial(chunk))
-        if chunk.stop_reason is not None and chunk.timings is not None:
-            final = self._final(
-                "", [], chunk.stop_reason, chunk.stop, chunk.timings, chunk.truncated
-            )
-            out.append(final)
-        return out
-
-    def whole(self, done: Completion) -> dict[str, Any]:
-        self._n = len(done.tokens)
-        self._new_line = "\n" in done.text
-        tokens = done.tokens if self.return_tokens else []
-        out = self._final(
-            done.text, tokens, done.stop_reason, done.stop, done.timings, done.truncated
-        )
-        if done.logprobs:
-            out["completion_probabilities"] = self._probabilities(done.logprobs)
-        return _pick(out, self.fields) if self.fields else out
-
-    def _probabilities(self, lps: list[TokenLogprob]) -> list[dict[str, Any]]:
-        return probabilities(lps, self.job.post_sampling_probs)
-
-    def _final(
-        self,
-        text: str,
-        tokens: list[int],
-        reason: str,
-        stop: str | None,
-        timings: Timings,
-        truncated: bool,
-    ) -> dict[str, Any]:
-        n_prompt = len(self.job.tokens)
-        model = self.server.model
-        return {
-            "index": self.index,
-            "content": text,
-            "tokens": tokens,
-            "id_slot": self.slot,
-            "stop": True,
-            "model": self.model,
-            "tokens_predicted": self._n,
-            "tokens_evaluated": n_prompt,
-            "generation_settings": generation_settings(
-                self.server,
-                self.job,
-                {"stream": self.streaming, "backend_sampling": self.backend_sampling},
-            ),
-            "prompt": (
-                model.detokenize(self.job.tokens, unparse_special=True)
-                if self.job.media is None
-                else self.job.media.detokenize(self.job.tokens)
-            ),
-            "has_new_line": self._new_line,
-            "truncated": truncated,
-            "stop_type": _STOP_TYPES[reason],
-            "stopping_word": stop or "",
-            "tokens_cached": n_prompt + self._n,
-            "timings": timings.as_dict(),
-        }
 
 
 def slot_file(folder: str, name: str) -> str:
@@ -535,7 +324,7 @@ def slot_file(folder: str, name: str) -> str:
     return os.path.join(folder, name)
 
 
-def _save(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
+def _save(server: Server, path: str, slot: KVSequence) -> dict[str, Any]:
     t0 = time.perf_counter()
     tokens = list(slot.cache)
     if any(t < 0 for t in tokens):  # as llama-server: a slot file holds tokens only
@@ -552,7 +341,7 @@ def _save(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
     }
 
 
-def _restore(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
+def _restore(server: Server, path: str, slot: KVSequence) -> dict[str, Any]:
     if not os.path.isfile(path):
         raise ApiError(404, f"no saved slot named {os.path.basename(path)!r}", "not_found_error")
     t0 = time.perf_counter()
@@ -578,25 +367,8 @@ def _restore(server: Server, path: str, slot: Sequence) -> dict[str, Any]:
     }
 
 
-def _erase(slot: Sequence) -> dict[str, Any]:
+def _erase(slot: KVSequence) -> dict[str, Any]:
     n = len(slot.cache)
     slot.release()
     slot.forget()
     return {"n_erased": n}
-
-
-def _pick(obj: dict[str, Any], fields: list[Any]) -> dict[str, Any]:
-    """llama-server's ``response_fields``: only those fields, ``a/b`` reaching into
-    nested objects (the key stays ``a/b``)."""
-    out = {}
-    for path in fields:
-        if not isinstance(path, str):
-            continue
-        value: Any = obj
-        for part in path.split("/"):
-            if not isinstance(value, dict) or part not in value:
-                break
-            value = value[part]
-        else:
-            out[path] = value
-    return out

@@ -47,6 +47,8 @@ class Shaper:
         self.include_usage = include_usage
         self.index = index
         self.fingerprint = fingerprint
+        #: the server slot that runs it (llama-server's ``id_slot``); -1 outside a server
+        self.slot = -1
         self._n_tokens = 0
 
     def head(self, obj: str) -> dict[str, Any]:

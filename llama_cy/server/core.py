@@ -1,0 +1,375 @@
+"""The server's state over one model: what it loaded (the engine or the embedder, the
+adapters, the draft model, the projector, the tools), its lifecycle (start, close, the
+sleep of ``--sleep-idle-seconds``), and what it shows of itself (``/props``, the
+counters behind ``/metrics``, the model card).
+
+This is the bottom of the server package: the request readers (:mod:`.inputs`,
+:mod:`.requests`), the response streamer (:mod:`.respond`), the route modules
+(:mod:`.routes`) and the app (:mod:`.app`) are built on it, never the other way round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from llama_cy._adapter import LoraAdapter
+from llama_cy._backend import LLAMA_CPP_BUILD
+from llama_cy._batch import LlamaBatch
+from llama_cy._context import LlamaContext
+from llama_cy._model import LlamaModel
+from llama_cy._mtmd import MtmdContext
+from llama_cy._tools import ServerTools
+from llama_cy.embedding import Embedder
+from llama_cy.media import MediaSource
+from llama_cy.sampling_settings import SAMPLING_SETTINGS
+from llama_cy.server.engine import Engine, RateWindow
+from llama_cy.server.schema import ApiError
+from llama_cy.server.settings import ServerSettings, load_model
+
+__all__ = ["Endpoint", "RouteSpec", "Server"]
+
+_log = logging.getLogger("llama_cy.server")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+#: (path, endpoint, methods, public: no API key needed)
+RouteSpec = tuple[str, Endpoint, list[str], bool]
+
+
+class Server:
+    """The routes over one model: an :class:`Engine` with a slot per ``--parallel``, or
+    (with ``--embeddings``) an :class:`~llama_cy.embedding.Embedder`."""
+
+    def __init__(
+        self, model: LlamaModel, settings: ServerSettings, *, owns_model: bool = False
+    ) -> None:
+        self.model = model
+        self.settings = settings
+        self.model_id = settings.model_id
+        #: whether the server closes (and, after sleeping, loads again) the model
+        self.owns_model = owns_model
+        self.engine: Engine | None = None
+        self.embedder: Embedder | None = None
+        self.draft_model: LlamaModel | None = None  #: -md, loaded with the engine
+        self.mtmd: MtmdContext | None = None  #: --mmproj, loaded with the engine
+        self.embed_lock = threading.Lock()
+        self.lora_scales = [
+            0.0 if settings.lora_init_without_apply else scale for _, scale in settings.lora
+        ]
+        self.started = int(time.time())
+        #: llama-server's system_fingerprint: the llama.cpp build
+        self.fingerprint = f"{LLAMA_CPP_BUILD}-llama_cy"
+        # --sleep-idle-seconds: requests in flight, the last one's end, the sleep state,
+        # and the counters of the engines that slept (so /metrics keeps counting).
+        self.active = 0
+        self.last_active = time.monotonic()
+        self.sleeping = False
+        self.metrics_base: dict[str, float] = {}
+        self.frozen_window: RateWindow | None = None
+        self._wake_lock = asyncio.Lock()
+        self._build()
+        try:
+            #: --tools and MCP servers: started once, kept while the server sleeps
+            self.tools = _start_tools(settings)
+        except BaseException:
+            self._teardown()
+            raise
+        self.model_card = self._model_card()
+        #: GET /props as last shown (what a sleeping server answers)
+        self.props_cache: dict[str, Any] = {}
+
+    def _build(self) -> None:
+        """The preparer, the adapters and the engine (or embedder) over ``self.model``."""
+        model, settings = self.model, self.settings
+        self.preparer = settings.preparer(model)
+        context = settings.context_kwargs(model)
+        if settings.mmproj is not None:
+            if settings.embeddings or settings.reranking:
+                raise ValueError("--mmproj cannot be combined with --embeddings or --rerank")
+            if settings.speculative is not None:
+                # As llama-server: a draft cannot see the image the target saw.
+                raise ValueError("--mmproj cannot be combined with speculative decoding")
+            self.mtmd = MtmdContext(
+                model,
+                settings.mmproj,
+                use_gpu=settings.mmproj_offload,
+                n_threads=settings.threads_batch or settings.threads,
+                image_min_tokens=settings.image_min_tokens,
+                image_max_tokens=settings.image_max_tokens,
+            )
+            self.preparer.mtmd = self.mtmd
+            self.preparer.media_source = MediaSource(media_path=settings.media_path)
+        #: --lora adapters, and the scales a request without ``lora`` runs with
+        self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
+        if settings.embeddings or settings.reranking:
+            ctx = LlamaContext(model, **context)
+            self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
+        else:
+            speculative = None
+            if settings.speculative is not None:
+                speculative = dict(settings.speculative)
+                if settings.model_draft:
+                    self.draft_model = LlamaModel.load(
+                        settings.model_draft, n_gpu_layers=settings.n_gpu_layers_draft
+                    )
+                    speculative["draft_model"] = self.draft_model
+            try:
+                self.engine = self._engine(speculative, context)
+            except BaseException:
+                if self.draft_model is not None:
+                    self.draft_model.close()
+                    self.draft_model = None
+                raise
+
+    def _engine(self, speculative: dict[str, Any] | None, context: dict[str, Any]) -> Engine:
+        model, settings = self.model, self.settings
+        return Engine(
+            model,
+            slots=settings.n_parallel,
+            n_predict=settings.n_predict,
+            max_queue=settings.max_queue,
+            queue_timeout=settings.queue_timeout,
+            context_shift=settings.context_shift,
+            # llama-server keeps --keep tokens after BOS.
+            n_keep=settings.keep + int(model.add_bos),
+            slot_prompt_similarity=settings.slot_prompt_similarity,
+            warmup=settings.warmup,
+            loras=self.loras,
+            speculative=speculative,
+            backend_sampling=settings.backend_sampling,
+            **context,
+        )
+
+    def _model_card(self) -> dict[str, Any]:
+        """What /models shows of the model (kept while the server sleeps)."""
+        m = self.model
+        return {
+            "n_vocab": m.n_vocab,
+            "n_ctx_train": m.n_ctx_train,
+            "n_embd": m.n_embd,
+            "n_params": m.n_params,
+            "size": m.size,
+        }
+
+    def start(self) -> None:
+        if self.engine is not None:
+            self.engine.start()
+
+    def close(self) -> None:
+        """Stop the engine and free the contexts (and the model, if the server owns it)."""
+        self._teardown()
+        if self.tools is not None:
+            self.tools.close()  # ends the MCP servers' processes
+        if self.owns_model:
+            self.model.close()
+
+    def _teardown(self) -> None:
+        if self.engine is not None:
+            self.engine.stop()
+        if self.embedder is not None:
+            with self.embed_lock:
+                self.embedder.batch.close()
+                self.embedder.ctx.close()
+        for adapter in self.loras:
+            adapter.close()
+        if self.draft_model is not None:
+            self.draft_model.close()
+            self.draft_model = None
+        if self.mtmd is not None:
+            self.mtmd.close()
+            self.mtmd = None
+
+    # ---- sleeping (--sleep-idle-seconds) ---------------------------------------------
+
+    def sleep(self) -> None:
+        """Free the engine, the contexts and the model (llama-server's sleep): /health,
+        /props, /models and /metrics answer from what was kept; anything else wakes the
+        server. Any thread, while nothing runs."""
+        if self.sleeping:
+            return
+        self.props_cache = self.props()
+        self.metrics_base = self.counters()
+        self.frozen_window = self.engine.window if self.engine is not None else None
+        self.sleeping = True
+        self._teardown()
+        self.engine = None
+        self.embedder = None
+        if self.owns_model:
+            self.model.close()
+        _log.info("sleeping: the model and its contexts are freed until the next request")
+
+    async def wake(self) -> None:
+        """Load what :meth:`sleep` freed, once, however many requests arrive together."""
+        async with self._wake_lock:
+            if not self.sleeping:
+                return
+            _log.info("waking up: loading the model again")
+            await asyncio.to_thread(self._reload)
+
+    @property
+    def waking(self) -> bool:
+        """Whether a wake (or a fall asleep) holds the lock now."""
+        return self._wake_lock.locked()
+
+    def _reload(self) -> None:
+        if self.owns_model:
+            self.model = load_model(self.settings)
+        self._build()
+        self.start()
+        self.frozen_window = None
+        self.sleeping = False
+
+    async def watch_idle(self) -> None:
+        """Put the server to sleep after ``--sleep-idle-seconds`` without work."""
+        idle = self.settings.sleep_idle_seconds
+        while True:
+            await asyncio.sleep(min(0.25, idle / 4))
+            engine = self.engine
+            busy = self.active > 0 or (
+                engine is not None and (engine.n_processing > 0 or engine.n_waiting > 0)
+            )
+            if busy or self.sleeping:
+                continue
+            if time.monotonic() - self.last_active >= idle:
+                async with self._wake_lock:
+                    if self.active == 0:  # no request came in while the lock was taken
+                        await asyncio.to_thread(self.sleep)
+
+    @property
+    def n_ctx(self) -> int:
+        """A request's context: a slot's, or the embedding context's."""
+        if self.engine is not None:
+            return self.engine.n_ctx_slot
+        assert self.embedder is not None
+        return self.embedder.ctx.n_ctx
+
+    def generating(self) -> Engine:
+        if self.engine is None:
+            raise ApiError(
+                501,
+                "this server does not support completions: start it without --embeddings",
+                "not_supported_error",
+            )
+        return self.engine
+
+    @functools.cached_property
+    def eog_tokens(self) -> list[int]:
+        """The model's end-of-generation tokens."""
+        m = self.model
+        return [t for t in range(m.n_vocab) if m.is_eog(t)]
+
+    async def embed(self, inputs: list[list[int]], normalize: bool) -> list[Any]:
+        """Embed in a worker thread, one request at a time."""
+        embedder = self.embedder
+        assert embedder is not None
+
+        def work() -> list[Any]:
+            with self.embed_lock:
+                return embedder.embed(inputs, normalize)
+
+        return await asyncio.to_thread(work)
+
+    # ---- what the server shows of itself ---------------------------------------------
+
+    def props(self) -> dict[str, Any]:
+        """llama-server's GET /props."""
+        settings = self.settings
+        sampling = self.preparer.sampling("server")
+        params: dict[str, Any] = {
+            "n_predict": settings.n_predict,
+            "seed": settings.seed,
+            "backend_sampling": settings.backend_sampling,
+        }
+        for s in SAMPLING_SETTINGS:
+            value = getattr(sampling, s.name)
+            params[s.server_name] = list(value) if isinstance(value, tuple) else value
+        template = self.preparer.template
+        vocab = self.model
+        engine = self.engine
+        return {
+            "default_generation_settings": {"n_ctx": self.n_ctx, "params": params},
+            "total_slots": len(engine.slots) if engine is not None else 1,
+            "model_aliases": sorted(settings.aliases),
+            "model_tags": sorted(settings.tags),
+            "model_alias": self.model_id,
+            "model_path": settings.model,
+            "chat_template": template.source,
+            "chat_template_caps": template.caps,
+            "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
+            "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
+            "modalities": self.modalities(),
+            "build_info": self.fingerprint,
+            "endpoint_slots": settings.slots_endpoint,
+            "endpoint_metrics": settings.metrics,
+        }
+
+    def modalities(self) -> dict[str, bool]:
+        """What the server takes besides text (its projector's inputs)."""
+        mtmd = self.mtmd
+        return {"vision": bool(mtmd and mtmd.vision), "audio": bool(mtmd and mtmd.audio)}
+
+    def counters(self) -> dict[str, float]:
+        """The counters so far: those of the engines that slept, plus the running one's
+        (the speculative ones stay 0 without speculative decoding)."""
+        now: dict[str, float] = {
+            "prompt_tokens_total": 0.0,
+            "prompt_tokens_cached_total": 0.0,
+            "prompt_seconds_total": 0.0,
+            "tokens_predicted_total": 0.0,
+            "tokens_predicted_seconds_total": 0.0,
+            "n_decode_total": 0.0,
+            "n_tokens_max": 0.0,
+            "spec_decode_num_draft_tokens_total": 0.0,
+            "spec_decode_num_accepted_tokens_total": 0.0,
+            "spec_decode_num_drafts_total": 0.0,
+            "n_busy_slots": 0.0,  # the sum behind n_busy_slots_per_decode
+        }
+        e = self.engine
+        emb = self.embedder
+        if e is not None:
+            now.update(
+                prompt_tokens_total=e.n_prompt_tokens,
+                prompt_tokens_cached_total=e.n_prompt_cached,
+                prompt_seconds_total=e.t_prompt_s,
+                tokens_predicted_total=e.n_predicted,
+                tokens_predicted_seconds_total=e.t_predicted_s,
+                n_decode_total=e.n_decode,
+                n_tokens_max=e.n_tokens_max,
+                spec_decode_num_draft_tokens_total=e.n_draft_tokens,
+                spec_decode_num_accepted_tokens_total=e.n_draft_accepted,
+                spec_decode_num_drafts_total=e.n_draft_steps,
+                n_busy_slots=e.n_busy_slots,
+            )
+        elif emb is not None:  # an embedding server: its decodes are all prompt
+            now.update(
+                prompt_tokens_total=emb.n_tokens,
+                prompt_seconds_total=emb.t_s,
+                n_decode_total=emb.n_decode,
+                n_busy_slots=emb.n_decode,
+            )
+        base = self.metrics_base
+        out = {k: float(v) + base.get(k, 0.0) for k, v in now.items()}
+        out["n_tokens_max"] = max(float(now["n_tokens_max"]), base.get("n_tokens_max", 0.0))
+        return out
+
+
+def _start_tools(settings: ServerSettings) -> ServerTools | None:
+    """The tools and MCP servers the settings ask for (MCP servers spawned and listed
+    now, as at llama-server's start); None when none are asked for. ToolsError where
+    llama-server would not start."""
+    if not (settings.tools or settings.mcp_servers_config or settings.mcp_servers_json):
+        return None
+    return ServerTools(
+        settings.tools,
+        settings.tools_runtime,
+        settings.mcp_servers_config,
+        settings.mcp_servers_json,
+    )

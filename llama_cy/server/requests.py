@@ -1,0 +1,126 @@
+"""A request's body mapped to the :class:`~llama_cy.prepare.Preparer`'s keywords: the
+checked fields, the sampler settings by their Python names, the adapter scales, and one
+:func:`prepare_chat` for every route that takes chat messages."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+
+from llama_cy.generation import Job
+from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
+from llama_cy.server import schema
+from llama_cy.server.core import Server
+from llama_cy.server.inputs import lora_request, messages
+from llama_cy.server.schema import ApiError
+
+__all__ = [
+    "chat_kwargs",
+    "lora_for",
+    "prepare_chat",
+    "read_body",
+    "render_kwargs",
+    "sampling",
+    "verbose",
+]
+
+# Request fields that are sampler settings, by any of their names -> the Python name.
+SAMPLING_FIELDS: dict[str, str] = {
+    **{s.name: s.name for s in SAMPLING_SETTINGS},
+    **server_names(),
+    "seed": "seed",
+    "grammar": "grammar",
+    "logit_bias": "logit_bias",
+}
+
+
+async def read_body(
+    server: Server, request: Request, fields: Mapping[str, tuple[type, ...]], *required: str
+) -> dict[str, Any]:
+    """The request's checked fields. The ``model`` field names any
+    model: one is served (as llama-server, which answers whatever name is asked)."""
+    raw = schema.parse(await request.body())
+    if isinstance(raw, dict):
+        schema.refuse_unsupported(raw, fields)
+    body = schema.check(raw, fields, required)
+    stop = body.get("stop")
+    if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
+        raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")
+    return body
+
+
+def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's sampler settings by their Python names (the preparer fills in
+    the server's defaults for the rest); ``ignore_eos`` biases every end-of-generation
+    token to never, as llama-server does."""
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        name = SAMPLING_FIELDS.get(key)
+        if name is not None:
+            out[name] = value
+    if body.get("ignore_eos"):
+        bias = dict(out.get("logit_bias") or server.settings.sampling.get("logit_bias") or {})
+        bias.update(dict.fromkeys(server.eog_tokens, float("-inf")))
+        out["logit_bias"] = bias
+    return out
+
+
+def lora_for(server: Server, value: Any) -> tuple[float, ...]:
+    """The adapter scales of a request: its ``lora`` list (``[{"id", "scale"}]``,
+    unnamed adapters at 0, as llama-server), else the server's current scales."""
+    if value is None:
+        return tuple(server.lora_scales)
+    return tuple(lora_request(value, len(server.loras), base=[0.0] * len(server.loras)))
+
+
+def verbose(server: Server, body: Mapping[str, Any]) -> bool:
+    """llama-server's ``__verbose`` extra: with ``-v``, or a request's ``verbose``."""
+    return server.settings.verbose or bool(body.get("verbose"))
+
+
+def render_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``Preparer.chat_prompt`` for a chat request's body (checked
+    against ``schema.CHAT``), as llama-server reads them."""
+    return {
+        "tools": body.get("tools"),
+        "tool_choice": body.get("tool_choice"),
+        "parallel_tool_calls": body.get("parallel_tool_calls"),
+        "functions": body.get("functions"),
+        "function_call": body.get("function_call"),
+        "response_format": body.get("response_format")
+        or (
+            {"type": "json_schema", "json_schema": {"schema": body["json_schema"]}}
+            if "json_schema" in body
+            else None
+        ),
+        "chat_template_kwargs": body.get("chat_template_kwargs"),
+        "reasoning_format": body.get("reasoning_format"),
+        "reasoning_effort": body.get("reasoning_effort"),
+        "add_generation_prompt": body.get("add_generation_prompt"),
+        "continue_final_message": body.get("continue_final_message"),
+    }
+
+
+def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of ``Preparer.chat`` for a chat request's body."""
+    return {
+        **render_kwargs(body),
+        "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
+        "stop": body.get("stop"),
+        "logprobs": body.get("logprobs"),
+        "top_logprobs": body.get("top_logprobs"),
+        # llama-server's names (and its alias)
+        "reasoning_budget": body.get("reasoning_budget_tokens", body.get("thinking_budget_tokens")),
+        "reasoning_budget_message": body.get("reasoning_budget_message"),
+        **sampling(server, body),
+    }
+
+
+async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
+    """A checked chat body's job (``Preparer.chat`` in a worker thread: rendering,
+    tokenizing and compiling a grammar never block the event loop)."""
+    msgs = messages(body["messages"], allow_empty=allow_empty, media=server.mtmd is not None)
+    return await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))

@@ -1,0 +1,209 @@
+"""A request's jobs run in the engine and their answer sent: one JSON response, or
+server-sent events as the chunks come, each shaped by its route's shaper. A client that
+goes away cancels its request at the engine's next step, streaming or not."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from llama_cy.completion import CompletionChunk, join_chunks
+from llama_cy.errors import LlamaError
+from llama_cy.generation import Job
+from llama_cy.openai_shapes import Shaper
+from llama_cy.server.core import Server
+from llama_cy.server.engine import Engine, Task
+from llama_cy.server.llama_server_shapes import LlamaServerShaper
+from llama_cy.server.requests import lora_for, verbose
+from llama_cy.server.schema import ApiError
+
+__all__ = ["GoneError", "run", "sse"]
+
+
+async def run(
+    server: Server,
+    request: Request,
+    jobs: Sequence[tuple[Job, Shaper]],
+    body: Mapping[str, Any],
+    combine: Callable[[list[dict[str, Any]]], Any] | None = None,
+    done_marker: bool = True,
+    verbose_view: bool = True,
+) -> Response:
+    """Generate ``jobs`` in the engine, each shaped by its shaper: one response (the
+    one job's dict, or ``combine`` of them all), or server-sent events of them all
+    as they come. ``verbose_view``: a verbose request's answer carries llama-server's
+    view of it (``__verbose``), unless the answer already is that view."""
+    engine = server.generating()
+    # llama-server's stream extras, asked per request
+    per_token = bool(body.get("timings_per_token"))
+    progress = bool(body.get("return_progress")) and bool(body.get("stream"))
+    # llama-server's per-request backend_sampling (its default: -bs)
+    backend = body.get("backend_sampling")
+    if per_token or progress or backend is not None:
+        jobs = [
+            (
+                dataclasses.replace(
+                    job,
+                    timings_per_token=per_token,
+                    progress=progress,
+                    backend_sampling=backend,
+                ),
+                sh,
+            )
+            for job, sh in jobs
+        ]
+    tasks: list[Task] = []
+    try:
+        for job, _ in jobs:
+            samplers = await asyncio.to_thread(engine.samplers, job)
+            tasks.append(
+                engine.submit(
+                    job,
+                    samplers=samplers,
+                    cache_prompt=body.get("cache_prompt", server.settings.cache_prompt),
+                    id_slot=body.get("id_slot", -1),
+                    lora=lora_for(server, body.get("lora")),
+                )
+            )
+    except BaseException:
+        for task in tasks:
+            engine.cancel(task)
+        raise
+    shapers = [shaper for _, shaper in jobs]
+    if body.get("stream"):
+        return StreamingResponse(
+            _events(
+                request,
+                engine,
+                tasks,
+                shapers,
+                done_marker,
+                body.get("sse_ping_interval", server.settings.sse_ping_interval),
+            ),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
+    try:
+        done = await asyncio.gather(*(_collect(engine, t) for t in tasks))
+    except GoneError:  # nobody reads this answer; 499 is nginx's "client closed"
+        return Response(status_code=499)
+    finally:
+        for w in watchers:
+            w.cancel()
+        for task in tasks:
+            engine.cancel(task)
+    out = []
+    for (job, shaper), task, chunks in zip(jobs, tasks, done, strict=True):
+        shaper.slot = task.slot
+        whole = join_chunks(chunks)
+        shaped = shaper.whole(whole)
+        if verbose_view and verbose(server, body):
+            # llama-server's debugging extra: the request as /completion shows it.
+            view = LlamaServerShaper(server, job, body, index=shaper.index)
+            view.slot = task.slot
+            shaped["__verbose"] = view.whole(whole)
+        out.append(shaped)
+    if combine is not None:
+        return JSONResponse(combine(out))
+    return JSONResponse(out[0] if len(out) == 1 else out)
+
+
+async def _events(
+    request: Request,
+    engine: Engine,
+    tasks: list[Task],
+    shapers: list[Shaper],
+    done_marker: bool,
+    ping: float,
+) -> AsyncIterator[str]:
+    watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
+    try:
+        async for i, chunk in _merge(engine, tasks, ping if ping > 0 else None):
+            if chunk is None:  # quiet for a while: some clients time out without this
+                yield ":\n\n"
+                continue
+            shaper = shapers[i]
+            shaper.slot = tasks[i].slot
+            named = shaper.sse_event_names
+            for d in shaper.chunk(chunk):
+                yield sse(d, d["type"] if named else None)
+        if done_marker:
+            yield "data: [DONE]\n\n"
+    except GoneError:
+        return
+    except Exception as exc:  # the status line is sent: the error goes in the stream
+        status = 400 if isinstance(exc, ValueError) else 500
+        kind = "invalid_request_error" if status == 400 else "server_error"
+        yield sse(ApiError(status, str(exc), kind).body())
+    finally:
+        for w in watchers:
+            w.cancel()
+        for task in tasks:
+            engine.cancel(task)
+
+
+class GoneError(LlamaError):
+    """The client went away; its request was cancelled."""
+
+
+async def _watch_disconnect(request: Request, engine: Engine, task: Task) -> None:
+    """Cancel ``task`` as soon as the client disconnects."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            engine.cancel(task)
+            task.queue.put_nowait(GoneError("the client disconnected"))
+            return
+
+
+async def _collect(engine: Engine, task: Task) -> list[CompletionChunk]:
+    return [c async for c in engine.results(task)]
+
+
+async def _merge(
+    engine: Engine, tasks: list[Task], ping: float | None
+) -> AsyncIterator[tuple[int, CompletionChunk | None]]:
+    """The chunks of several tasks as they come, with the task's index; ``(-1, None)``
+    after ``ping`` seconds without any."""
+    streams = {i: engine.results(t) for i, t in enumerate(tasks)}
+    pending: dict[asyncio.Task[CompletionChunk | None], int] = {}
+    try:
+        for i, it in streams.items():
+            pending[asyncio.create_task(_next(it))] = i
+        while pending:
+            done, _ = await asyncio.wait(pending, timeout=ping, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                yield -1, None
+                continue
+            for fut in sorted(done, key=lambda f: pending[f]):
+                i = pending.pop(fut)
+                chunk = fut.result()
+                if chunk is None:  # that task has ended
+                    continue
+                yield i, chunk
+                pending[asyncio.create_task(_next(streams[i]))] = i
+    finally:
+        for fut in pending:
+            fut.cancel()
+        for it in streams.values():
+            await it.aclose()
+
+
+async def _next(it: AsyncIterator[CompletionChunk]) -> CompletionChunk | None:
+    try:
+        return await anext(it)
+    except StopAsyncIteration:
+        return None
+
+
+def sse(obj: Any, event: str | None = None) -> str:
+    """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events)."""
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n"
