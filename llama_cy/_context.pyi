@@ -15,6 +15,9 @@ from llama_cy.perf import ContextPerf
 
 _Path = str | PathLike[str]
 
+#: the KV cache types llama.cpp's tools accept (``-ctk``, ``-ctv``, ``type_k``, ``type_v``)
+KV_CACHE_TYPES: tuple[str, ...]
+
 @disjoint_base
 class LlamaContext(ViewOwner):
     """Inference state on a model: KV cache, output buffers, threads."""

@@ -61,12 +61,13 @@ cdef dict _ATTENTION = {
     "causal": c.LLAMA_ATTENTION_TYPE_CAUSAL,
     "non_causal": c.LLAMA_ATTENTION_TYPE_NON_CAUSAL,
 }
-# The KV cache types llama.cpp's tools accept (common/arg.cpp's kv_cache_types); other
-# ggml types (i32, the k-quants, ...) reach kernels that crash on them.
-_KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# The KV cache types llama.cpp's tools accept (common/arg.cpp's kv_cache_types; the flag
+# table offers these); other ggml types (i32, the k-quants, ...) reach kernels that crash
+# on them.
+KV_CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
 cdef dict _KV_TYPES = {
     ggml_type_name(<ggml_type>t).decode(): t for t in range(GGML_TYPE_COUNT)
-    if ggml_type_name(<ggml_type>t) != NULL and ggml_type_name(<ggml_type>t).decode() in _KV_CACHE_TYPES
+    if ggml_type_name(<ggml_type>t) != NULL and ggml_type_name(<ggml_type>t).decode() in KV_CACHE_TYPES
 }
 
 # ggml's threadpool functions live in the CPU backend plugin (GGML_BACKEND_DL).

@@ -11,6 +11,7 @@ import pytest
 
 import llama_cy as lc
 from llama_cy import cli
+from llama_cy.flags.parser import sampling_values
 from llama_cy.prepare import Preparer
 from llama_cy.sampling import SamplingParams
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, check, defaults, server_names
@@ -56,7 +57,7 @@ def test_ranges_and_types_are_checked(gemma_llm: lc.Llama) -> None:
 
 
 def test_cli_flags_come_from_the_table() -> None:
-    parser = cli._parser()
+    parser = cli.parser()
     for command in (["run", "-p", "x"], ["serve"]):
         args = parser.parse_args(command)
         for s in SAMPLING_SETTINGS:
@@ -65,9 +66,9 @@ def test_cli_flags_come_from_the_table() -> None:
     args = parser.parse_args(
         ["serve", "--temp", "0.3", "--repeat-last-n", "5", "--dry-sequence-breaker", "x"]
     )
-    assert cli._sampling_flags(args)["temperature"] == 0.3
-    assert cli._sampling_flags(args)["penalty_last_n"] == 5
-    assert cli._sampling_flags(args)["dry_sequence_breakers"] == ["x"]
+    assert sampling_values(args)["temperature"] == 0.3
+    assert sampling_values(args)["penalty_last_n"] == 5
+    assert sampling_values(args)["dry_sequence_breakers"] == ["x"]
 
 
 def test_server_fields_and_renames_come_from_the_table() -> None:

@@ -644,36 +644,3 @@ def test_load_64_streaming_clients(server: Server) -> None:
         assert all(c.choices[0].finish_reason is None for c in chunks[:-1])
     assert server.request("GET", "/health")[0] == 200
     server.wait_idle(2.0)
-
-
-def test_server_defaults_agree_with_the_flags_and_llama_server() -> None:
-    """ServerSettings, Engine and the serve flags say the same defaults, and the two that
-    had drifted (n_gpu_layers, slot_prompt_similarity) are llama-server's (common.h)."""
-    import dataclasses
-    import inspect
-    import re
-
-    from llama_cy.cli import _parser
-    from llama_cy.server.engine import Engine
-    from llama_cy.server.flags import settings_from_args
-    from llama_cy.server.settings import ServerSettings
-
-    flags = settings_from_args(_parser().parse_args(["serve", "-m", "x.gguf"]), "x.gguf")
-    plain = ServerSettings(model="x.gguf")
-    for f in dataclasses.fields(ServerSettings):
-        if f.name in ("sampling", "context", "load"):  # what only flags fill in
-            continue
-        a, b = getattr(flags, f.name), getattr(plain, f.name)
-        assert a == b or (a is None and b is False), (f.name, a, b)
-    root = Path(__file__).resolve().parent.parent
-    common = (root / "subprojects" / "llama.cpp" / "common" / "common.h").read_text()
-    ngl = re.search(
-        r"int32_t n_gpu_layers\s*=\s*(-?\d+);\s*// number of layers to store in VRAM,", common
-    )
-    sps = re.search(r"float slot_prompt_similarity\s*=\s*([\d.]+)f;", common)
-    assert ngl is not None
-    assert sps is not None
-    assert plain.n_gpu_layers == int(ngl[1])
-    assert plain.slot_prompt_similarity == float(sps[1])
-    engine_default = inspect.signature(Engine).parameters["slot_prompt_similarity"].default
-    assert engine_default == float(sps[1])

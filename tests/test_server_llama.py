@@ -23,7 +23,9 @@ from tiny_model import write_tiny_bert, write_tiny_llama, write_tiny_lora
 
 from llama_cy import LlamaModel, cli
 from llama_cy.chat import REASONING_FORMATS
-from llama_cy.server.flags import FLAGS, INERT, REFUSED, check_flags, settings_from_args
+from llama_cy.cli.serve import check_flags
+from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.flags import FLAGS, INERT, REFUSED
 
 PROMPT = "Once upon a time"
 
@@ -70,7 +72,7 @@ def stream(server: Server, path: str, body: dict[str, Any]) -> list[Any]:
 
 
 def parse(*argv: str) -> Any:
-    return cli._parser().parse_args(["serve", *argv])
+    return cli.parser().parse_args(["serve", *argv])
 
 
 def test_every_flag_of_llama_server_is_known(llama_cpp_source: Path) -> None:

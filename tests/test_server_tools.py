@@ -20,8 +20,8 @@ from tiny_model import write_tiny_llama
 
 from llama_cy import cli
 from llama_cy._tools import ServerTools, ToolsError
+from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.errors import ClosedError
-from llama_cy.server.flags import settings_from_args
 
 # An MCP server over stdio: echo(message), add(a, b) and sleep(seconds).
 MCP_SERVER = r"""
@@ -183,7 +183,7 @@ def test_tools_keep_cors_to_local_origins(server: Server) -> None:
 
 def test_agent_and_cors_flags() -> None:
     def settings(*argv: str) -> Any:
-        return settings_from_args(cli._parser().parse_args(["serve", *argv]), "m.gguf")
+        return settings_from_args(cli.parser().parse_args(["serve", *argv]), "m.gguf")
 
     agent = settings("--agent")
     assert (agent.tools, agent.ui_mcp_proxy, agent.cors_origins) == (("all",), True, "localhost")

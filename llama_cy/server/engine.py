@@ -36,6 +36,7 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
+from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.speculative import speculator
 
@@ -85,17 +86,18 @@ class Engine:
         self,
         model: LlamaModel,
         *,
-        slots: int = 1,
-        n_predict: int = -1,
-        max_queue: int = 256,
-        queue_timeout: float | None = None,
-        context_shift: bool = False,
+        slots: int,
+        # The defaults are the flag table's, as llama-server's.
+        n_predict: int = _flag("n_predict"),
+        max_queue: int = _flag("queue_size"),
+        queue_timeout: float | None = _flag("queue_timeout"),
+        context_shift: bool = _flag("context_shift"),
         n_keep: int | None = None,
-        slot_prompt_similarity: float = 0.1,
-        warmup: bool = False,
+        slot_prompt_similarity: float = _flag("slot_prompt_similarity"),
+        warmup: bool = _flag("warmup"),
         loras: Sequence[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,
-        backend_sampling: bool = False,
+        backend_sampling: bool = _flag("backend_sampling"),
         **context: Any,
     ) -> None:
         if slots < 1:

@@ -1,5 +1,5 @@
-"""What ``llama-cy serve`` runs with (llama-server's flags, read by :mod:`.flags`), and
-what it loads."""
+"""What ``llama-cy serve`` runs with (llama-server's flags, read by
+:mod:`llama_cy.cli.serve`), and what it loads."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama_cy._model import LlamaModel
+from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 
 __all__ = ["ServerSettings", "load_model"]
@@ -16,7 +17,8 @@ __all__ = ["ServerSettings", "load_model"]
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """The server's settings; the names are llama-server's long flags.
+    """The server's settings; the names are llama-server's long flags, and the defaults
+    the flag table's (:mod:`llama_cy.flags.table`), read from there.
 
     ``sampling`` holds the defaults of requests that do not say, by the Python names of
     :data:`~llama_cy.sampling_settings.SAMPLING_SETTINGS` (llama-server's own defaults otherwise).
@@ -28,76 +30,80 @@ class ServerSettings:
     model: str
     aliases: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
-    ctx_size: int = 0
-    parallel: int = -1
-    kv_unified: bool | None = None
-    n_predict: int = -1
+    ctx_size: int = _flag("ctx_size")
+    parallel: int = _flag("parallel")
+    kv_unified: bool | None = _flag("kv_unified")
+    n_predict: int = _flag("n_predict")
     threads: int | None = None
     threads_batch: int | None = None
-    n_gpu_layers: int = -1  # llama-server's: -1 is auto (all that fit)
-    batch_size: int = 2048
-    ubatch_size: int = 512
+    n_gpu_layers: int = _flag("n_gpu_layers")  # llama-server's: -1 is auto (all that fit)
+    batch_size: int = _flag("batch_size")
+    ubatch_size: int = _flag("ubatch_size")
     flash_attn: bool | None = None
     api_keys: tuple[str, ...] = ()
-    embeddings: bool = False
-    reranking: bool = False
-    embd_normalize: int = 2
-    pooling: str | None = None
-    seed: int = -1
+    embeddings: bool = _flag("embeddings")
+    reranking: bool = _flag("reranking")
+    embd_normalize: int = _flag("embd_normalize")
+    pooling: str | None = _flag("pooling")
+    seed: int = _flag("seed")
     chat_format: str | None = None
     chat_template: str | None = None
-    use_jinja: bool = True
-    reasoning_format: str = "auto"
-    reasoning: str = "auto"
+    use_jinja: bool = _flag("jinja")
+    reasoning_format: str = _flag("reasoning_format")
+    reasoning: str = _flag("reasoning")
     reasoning_effort: str | None = None
-    reasoning_budget: int = -1
-    reasoning_budget_message: str = ""
-    reasoning_preserve: bool = True
+    reasoning_budget: int = _flag("reasoning_budget")
+    reasoning_budget_message: str = _flag("reasoning_budget_message")
+    reasoning_preserve: bool = _flag("reasoning_preserve")
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    metrics: bool = False
-    slots_endpoint: bool = True
-    slot_save_path: str | None = None
-    props_endpoint: bool = False
-    spm_infill: bool = False
-    prefill_assistant: bool = True
+    metrics: bool = _flag("metrics")
+    slots_endpoint: bool = _flag("slots")
+    slot_save_path: str | None = _flag("slot_save_path")
+    props_endpoint: bool = _flag("props")
+    spm_infill: bool = _flag("spm_infill")
+    prefill_assistant: bool = _flag("prefill_assistant")
     ui_mcp_proxy: bool = False
     tools: tuple[str, ...] = ()  #: --tools: llama-server's agent tools ("all" or names)
     tools_runtime: str = ""
     mcp_servers_config: str = ""
     mcp_servers_json: str = ""
-    sleep_idle_seconds: float = -1.0
+    sleep_idle_seconds: float = _flag("sleep_idle_seconds")
     lora: tuple[tuple[str, float], ...] = ()
-    lora_init_without_apply: bool = False
-    cache_prompt: bool = True
-    timeout: float = 3600.0
-    queue_timeout: float = 600.0
-    max_queue: int = 256
-    rpc: str | None = None
-    context_shift: bool = False
-    backend_sampling: bool = False  #: -bs: requests sample in the graph unless they say
-    keep: int = 0
-    warmup: bool = True
-    verbose: bool = False
-    ui: bool = True
-    api_prefix: str = ""
+    lora_init_without_apply: bool = _flag("lora_init_without_apply")
+    cache_prompt: bool = _flag("cache_prompt")
+    timeout: float = _flag("timeout")
+    queue_timeout: float = _flag("queue_timeout")
+    max_queue: int = _flag("queue_size")
+    rpc: str | None = _flag("rpc")
+    context_shift: bool = _flag("context_shift")
+    backend_sampling: bool = _flag(
+        "backend_sampling"
+    )  #: -bs: requests sample in the graph unless they say
+    keep: int = _flag("keep")
+    warmup: bool = _flag("warmup")
+    verbose: bool = _flag("verbose")
+    ui: bool = _flag("ui")
+    api_prefix: str = _flag("api_prefix")
     cors_origins: str = "*"
-    cors_methods: str = "GET, POST, DELETE, OPTIONS"
-    cors_headers: str = "*"
-    cors_credentials: bool = True
-    sse_ping_interval: float = 30.0
-    slot_prompt_similarity: float = 0.1
+    cors_methods: str = _flag("cors_methods")
+    cors_headers: str = _flag("cors_headers")
+    cors_credentials: bool = _flag("cors_credentials")
+    sse_ping_interval: float = _flag("sse_ping_interval")
+    slot_prompt_similarity: float = _flag("slot_prompt_similarity")
     sampling: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
     load: Mapping[str, Any] = field(default_factory=dict)
     #: :class:`~llama_cy.Speculator` keywords (speculative decoding), less the draft model
     speculative: Mapping[str, Any] | None = None
     model_draft: str | None = None  #: -md: the draft model's file
-    n_gpu_layers_draft: int = -1
-    mmproj: str | None = None  #: --mmproj: a multimodal projector file
-    mmproj_offload: bool = True
-    image_min_tokens: int = -1
-    image_max_tokens: int = -1
-    media_path: str | None = None  #: --media-path: the folder file:// URLs are read under
+    n_gpu_layers_draft: int = _flag("n_gpu_layers_draft")
+    mmproj: str | None = _flag("mmproj")  #: --mmproj: a multimodal projector file
+    mmproj_offload: bool = _flag("mmproj_offload")
+    image_min_tokens: int = _flag("image_min_tokens")
+    image_max_tokens: int = _flag("image_max_tokens")
+    media_path: str | None = _flag(
+        "media_path"
+    )  #: --media-path: the folder file:// URLs are read under
 
     @property
     def model_id(self) -> str:

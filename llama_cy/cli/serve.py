@@ -1,0 +1,119 @@
+"""``llama-cy serve``: an OpenAI-compatible HTTP server with llama-server's flags and
+endpoints. Every flag of llama-server is known: used as there, accepted with no effect
+(where it cannot apply), or refused with the reason (:mod:`llama_cy.flags.table`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Sequence
+
+from llama_cy.cli.common import Bar, model_path
+from llama_cy.flags import FLAGS, REFUSED, llama_server_argv
+
+__all__ = ["check_flags", "main"]
+
+
+def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Stop with a message naming the first refused flag given (on the command line or
+    through its environment variable), or a refused value of a used one."""
+    given = {a.split("=", 1)[0] for a in llama_server_argv(argv) if a.startswith("-")}
+    for flag in FLAGS:
+        if flag.status != REFUSED:
+            continue
+        spelled = [n for n in (*flag.names, *flag.negative) if n in given]
+        if spelled:
+            raise SystemExit(f"llama-cy serve: {spelled[0]} is not supported: {flag.note}")
+        if flag.env and flag.env in os.environ:
+            raise SystemExit(
+                f"llama-cy serve: ${flag.env} ({flag.name}) is not supported: {flag.note}"
+            )
+    if not args.cont_batching:
+        raise SystemExit(
+            "llama-cy serve: --no-cont-batching is not supported: the engine always "
+            "batches its slots together"
+        )
+    if args.cache_reuse:
+        raise SystemExit(
+            "llama-cy serve: --cache-reuse is not supported: KV-shifting reuse of prompt "
+            "chunks is not built here (prefix reuse is, with --cache-prompt)"
+        )
+    if args.fit == "on":
+        raise SystemExit(
+            "llama-cy serve: --fit on is not supported: llama_cy does not fit arguments to "
+            "free memory (set -ngl and -c)"
+        )
+
+
+def _list_devices() -> int:
+    """llama-server's --list-devices."""
+    from llama_cy._backend import devices
+
+    print("Available devices:")
+    for d in devices():
+        if d.type == "CPU":
+            continue
+        mib = 1024 * 1024
+        print(
+            f"  {d.name}: {d.description} ({d.memory_total // mib} MiB, "
+            f"{d.memory_free // mib} MiB free)"
+        )
+    return 0
+
+
+def _server_log(args: argparse.Namespace) -> None:
+    """llama-server's log flags: -v (everything, llama.cpp's log too), -lv N (1 errors,
+    2 warnings, 3 info, 4+ debug), --log-disable, --log-file."""
+    if args.log_disable:
+        logging.disable(logging.CRITICAL)
+        return
+    level = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO}.get(
+        args.verbosity, logging.DEBUG
+    )
+    if args.verbose:
+        level = logging.DEBUG
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("llama_cy")
+    root.addHandler(handler)
+    root.setLevel(level)
+    if args.verbose:
+        from llama_cy._chat import common_log_verbosity
+
+        common_log_verbosity(4)  # the chat engine's log too
+
+
+def main(args: argparse.Namespace) -> int:
+    from llama_cy.cli.serve_settings import settings_from_args
+    from llama_cy.server import serve
+
+    check_flags(args, args.argv)
+    if args.version:
+        from llama_cy import __version__
+        from llama_cy._backend import LLAMA_CPP_BUILD
+
+        print(f"llama-cy {__version__} (llama.cpp {LLAMA_CPP_BUILD})")
+        return 0
+    if args.list_devices:
+        return _list_devices()
+    _server_log(args)
+    if args.numa:
+        from llama_cy._backend import numa_init
+
+        numa_init(args.numa)
+    path = model_path(args.model)
+    settings = settings_from_args(args, path)
+    serve(
+        settings,
+        args.host,
+        args.port,
+        progress=Bar(f"loading {os.path.basename(path)}"),
+        reuse_port=args.reuse_port,
+        ssl_keyfile=args.ssl_key_file,
+        ssl_certfile=args.ssl_cert_file,
+        static_path=args.path,
+    )
+    return 0

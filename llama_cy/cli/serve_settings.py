@@ -1,0 +1,282 @@
+"""``llama-cy serve``'s parsed flags as :class:`~llama_cy.server.ServerSettings`: llama-server's
+value syntaxes (``-l TOKEN+BIAS``, ``--override-kv KEY=TYPE:VALUE``, ``--lora-scaled
+FNAME:SCALE``, ...) and how its flags combine (``--agent``, the speculative types, the
+draft model's context)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from llama_cy.chat import chat_format_names
+from llama_cy.flags.parser import sampling_values
+from llama_cy.server.settings import ServerSettings
+
+__all__ = ["settings_from_args"]
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
+
+
+def _logit_bias(items: Sequence[str] | None) -> dict[int, float]:
+    """llama.cpp's ``-l TOKEN(+|-)BIAS`` values (several per flag, comma-separated)."""
+    out: dict[int, float] = {}
+    for item in (x for v in items or () for x in v.split(",") if x):
+        m = re.fullmatch(r"\s*(\d+)\s*([+-])\s*(inf|[0-9.]+(?:e[+-]?\d+)?)\s*", item, re.I)
+        if m is None:
+            raise SystemExit(
+                f"llama-cy serve: --logit-bias: expected TOKEN+BIAS or TOKEN-BIAS, not {item!r}"
+            )
+        bias = float(m.group(3))
+        out[int(m.group(1))] = -bias if m.group(2) == "-" else bias
+    return out
+
+
+def _override_kv(items: Sequence[str] | None) -> dict[str, Any] | None:
+    """``KEY=TYPE:VALUE`` (int, float, bool, str), several comma-separated."""
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for item in (x for v in items for x in v.split(",") if x):
+        key, _, typed = item.partition("=")
+        kind, _, value = typed.partition(":")
+        try:
+            if kind == "int":
+                out[key] = int(value)
+            elif kind == "float":
+                out[key] = float(value)
+            elif kind == "bool":
+                if value not in ("true", "false"):
+                    raise ValueError(value)
+                out[key] = value == "true"
+            elif kind == "str":
+                out[key] = value
+            else:
+                raise ValueError(kind)
+        except ValueError:
+            raise SystemExit(
+                f"llama-cy serve: --override-kv: expected KEY=TYPE:VALUE with TYPE int, "
+                f"float, bool or str, not {item!r}"
+            ) from None
+    return out
+
+
+def _loras(
+    plain: Sequence[str] | None, scaled: Sequence[str] | None
+) -> tuple[tuple[str, float], ...]:
+    """--lora FNAME,... (scale 1) and --lora-scaled FNAME:SCALE,..."""
+    out = [(p, 1.0) for v in plain or () for p in _split(v)]
+    for item in (x for v in scaled or () for x in _split(v)):
+        path, sep, scale = item.rpartition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out.append((path, float(scale)))
+        except ValueError:
+            raise SystemExit(
+                f"llama-cy serve: --lora-scaled: expected FNAME:SCALE, not {item!r}"
+            ) from None
+    return tuple(out)
+
+
+def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
+    keys = list(_split(args.api_key))
+    if args.api_key_file:
+        with open(args.api_key_file, encoding="utf-8") as f:
+            keys += [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+    return tuple(keys)
+
+
+def _load_mode(mode: str) -> dict[str, bool]:
+    return {
+        "auto": {"use_mmap": True, "use_mlock": False},
+        "none": {"use_mmap": False, "use_mlock": False},
+        "mmap": {"use_mmap": True, "use_mlock": False},
+        "mlock": {"use_mmap": False, "use_mlock": True},
+        "mmap+mlock": {"use_mmap": True, "use_mlock": True},
+    }[mode]
+
+
+def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
+    """:class:`~llama_cy.Speculator` keywords from the speculative flags (None: off).
+    A draft model without ``--spec-type`` means draft-simple (llama-server loads it and
+    then drafts nothing)."""
+    types = [t for v in args.spec_type or () for t in _split(v)]
+    if args.spec_default:
+        types.append("ngram-mod")
+    synth = args.spec_synth_len is not None or args.spec_synth_rates is not None
+    if "none" in types or not (types or args.model_draft):
+        if synth:
+            raise SystemExit(
+                "llama-cy serve: --spec-synth-* needs speculative decoding (--spec-type)"
+            )
+        return None
+    out: dict[str, Any] = {"types": list(dict.fromkeys(types or ["draft-simple"]))}
+    n_max = args.spec_draft_n_max if args.spec_draft_n_max is not None else args.draft_max
+    n_min = args.spec_draft_n_min if args.spec_draft_n_min is not None else args.draft_min
+    for key, value in (("n_max", n_max), ("n_min", n_min), ("p_min", args.draft_p_min)):
+        if value is not None:
+            out[key] = value
+    for kind in ("simple", "map_k", "map_k4v"):
+        sizes = {
+            k: getattr(args, f"spec_ngram_{kind}_{k}") for k in ("size_n", "size_m", "min_hits")
+        }
+        if any(v is not None for v in sizes.values()):
+            out[f"ngram_{kind}"] = {k: v for k, v in sizes.items() if v is not None}
+    mod = {k: getattr(args, f"spec_ngram_mod_{k}") for k in ("n_match", "n_min", "n_max")}
+    if any(v is not None for v in mod.values()):
+        out["ngram_mod"] = {k: v for k, v in mod.items() if v is not None}
+    if args.lookup_cache_static or args.lookup_cache_dynamic:
+        out["ngram_cache"] = {
+            "static": args.lookup_cache_static or "",
+            "dynamic": args.lookup_cache_dynamic or "",
+        }
+    if args.spec_synth_len is not None:
+        out["synth_len"] = args.spec_synth_len
+    if args.spec_synth_rates is not None:
+        try:
+            out["synth_rates"] = [float(x) for x in _split(args.spec_synth_rates)]
+        except ValueError:
+            raise SystemExit(
+                "llama-cy serve: --spec-synth-rates: expected numbers, "
+                f"not {args.spec_synth_rates!r}"
+            ) from None
+    draft_context = {
+        "type_k": args.cache_type_k_draft,
+        "type_v": args.cache_type_v_draft,
+        "n_threads": args.threads_draft if args.threads_draft and args.threads_draft > 0 else None,
+        "n_threads_batch": (
+            args.threads_batch_draft
+            if args.threads_batch_draft and args.threads_batch_draft > 0
+            else None
+        ),
+    }
+    if draft_context["n_threads_batch"] is None:
+        draft_context["n_threads_batch"] = draft_context["n_threads"]
+    out["draft_context"] = {k: v for k, v in draft_context.items() if v is not None}
+    return out
+
+
+def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
+    """The :class:`~llama_cy.server.ServerSettings` that the parsed flags ask for."""
+    template = args.chat_template
+    if args.chat_template_file:
+        with open(args.chat_template_file, encoding="utf-8") as f:
+            template = f.read()
+    builtin = template is not None and template in chat_format_names()
+    sampling = sampling_values(args)
+    bias = _logit_bias(args.logit_bias)
+    if bias:
+        sampling["logit_bias"] = bias
+    context: dict[str, Any] = {
+        "swa_full": args.swa_full or None,
+        "no_perf": not args.perf,
+        "rope_scaling_type": args.rope_scaling,
+        "rope_freq_base": args.rope_freq_base,
+        "rope_freq_scale": (1.0 / args.rope_scale if args.rope_scale else args.rope_freq_scale),
+        "yarn_orig_ctx": args.yarn_orig_ctx,
+        "yarn_ext_factor": args.yarn_ext_factor,
+        "yarn_attn_factor": args.yarn_attn_factor,
+        "yarn_beta_slow": args.yarn_beta_slow,
+        "yarn_beta_fast": args.yarn_beta_fast,
+        "offload_kqv": args.kv_offload,
+        "type_k": args.cache_type_k,
+        "type_v": args.cache_type_v,
+        "op_offload": args.op_offload,
+    }
+    devices = None
+    if args.device:
+        devices = [] if args.device == "none" else list(_split(args.device))
+    tensor_split = [float(x) for x in _split(args.tensor_split)] or None
+    # --agent is --tools all with the CORS proxy; --no-agent turns both off.
+    tools = ("all",) if args.agent else () if args.agent is False else _split(args.tools)
+    agentic = bool(tools or args.mcp_servers_config or args.mcp_servers_json)
+    # As llama-server: tools or MCP servers keep CORS to local origins unless told.
+    cors_origins = args.cors_origins or ("localhost" if agentic else "*")
+    load: dict[str, Any] = {
+        **_load_mode(args.load_mode),
+        "split_mode": args.split_mode,
+        "main_gpu": args.main_gpu,
+        "tensor_split": tensor_split,
+        "check_tensors": args.check_tensors,
+        "kv_overrides": _override_kv(args.override_kv),
+        "devices": devices,
+        "use_extra_bufts": args.repack,
+    }
+    return ServerSettings(
+        model=model,
+        aliases=_split(args.alias),
+        tags=_split(args.tags),
+        ctx_size=args.ctx_size,
+        parallel=args.parallel,
+        kv_unified=args.kv_unified,
+        n_predict=args.n_predict,
+        threads=args.threads if args.threads > 0 else None,
+        threads_batch=args.threads_batch if args.threads_batch and args.threads_batch > 0 else None,
+        n_gpu_layers=args.n_gpu_layers,
+        batch_size=args.batch_size,
+        ubatch_size=args.ubatch_size,
+        flash_attn={"on": True, "off": False}.get(args.flash_attn),
+        api_keys=_api_keys(args),
+        embeddings=args.embeddings,
+        reranking=args.reranking,
+        embd_normalize=args.embd_normalize,
+        pooling=args.pooling,
+        seed=args.seed,
+        chat_format=template if builtin else None,
+        chat_template=None if builtin else template,
+        use_jinja=args.jinja,
+        reasoning_format=args.reasoning_format,
+        reasoning=args.reasoning,
+        reasoning_effort=None if args.reasoning_effort == "default" else args.reasoning_effort,
+        reasoning_budget=args.reasoning_budget,
+        reasoning_budget_message=args.reasoning_budget_message,
+        reasoning_preserve=args.reasoning_preserve,
+        chat_template_kwargs=args.chat_template_kwargs or {},
+        metrics=args.metrics,
+        slots_endpoint=args.slots,
+        slot_save_path=args.slot_save_path,
+        props_endpoint=args.props,
+        spm_infill=args.spm_infill,
+        prefill_assistant=args.prefill_assistant,
+        ui_mcp_proxy=bool(args.ui_mcp_proxy) if args.agent is None else args.agent,
+        tools=tools,
+        tools_runtime=args.tools_runtime or "",
+        mcp_servers_config=args.mcp_servers_config or "",
+        mcp_servers_json=args.mcp_servers_json or "",
+        sleep_idle_seconds=args.sleep_idle_seconds,
+        lora=_loras(args.lora, args.lora_scaled),
+        lora_init_without_apply=args.lora_init_without_apply,
+        cache_prompt=args.cache_prompt,
+        timeout=args.timeout,
+        queue_timeout=args.queue_timeout,
+        max_queue=args.queue_size,
+        rpc=args.rpc,
+        context_shift=args.context_shift,
+        backend_sampling=args.backend_sampling,
+        keep=args.keep,
+        warmup=args.warmup,
+        verbose=args.verbose,
+        ui=args.ui,
+        api_prefix=args.api_prefix.rstrip("/"),
+        cors_origins=cors_origins,
+        cors_methods=args.cors_methods,
+        cors_headers=args.cors_headers,
+        cors_credentials=args.cors_credentials,
+        sse_ping_interval=args.sse_ping_interval,
+        slot_prompt_similarity=args.slot_prompt_similarity,
+        sampling=sampling,
+        context={k: v for k, v in context.items() if v is not None},
+        load=load,
+        speculative=_speculative(args),
+        model_draft=args.model_draft,
+        n_gpu_layers_draft=args.n_gpu_layers_draft,
+        mmproj=args.mmproj,
+        mmproj_offload=args.mmproj_offload,
+        image_min_tokens=args.image_min_tokens,
+        image_max_tokens=args.image_max_tokens,
+        media_path=args.media_path,
+    )

@@ -1,0 +1,147 @@
+"""One flag of ``llama-cy``'s table (:mod:`llama_cy.flags.table`), the value types of
+llama.cpp's flags, and the three fates a llama-server flag can have in ``serve``:
+
+- ``USED``: it does what it does in llama-server, defaults and environment variable
+  (``LLAMA_ARG_*``) included; the command line wins over the environment.
+- ``INERT``: accepted because it cannot change what this server does (``note`` says
+  why: downloads that never happen here, llama.cpp's web UI, an HTTP thread pool that
+  asyncio does not have).
+- ``REFUSED``: given, it stops the start with a message that names it and says why
+  (``note``), so that nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "GENERATE",
+    "INERT",
+    "LOAD",
+    "REFUSED",
+    "SERVE",
+    "USED",
+    "Flag",
+    "bool_env",
+    "gpu_layers",
+    "inert",
+    "json_object",
+    "non_negative",
+    "on_off",
+    "parallel",
+    "refused",
+    "used",
+]
+
+Status = Literal["used", "inert", "refused"]
+
+#: The subcommands, and the sets of them that flags name.
+SERVE = frozenset({"serve"})
+GENERATE = frozenset({"run", "chat"})
+LOAD = frozenset({"run", "chat", "serve", "bench"})
+USED: Status = "used"
+INERT: Status = "inert"
+REFUSED: Status = "refused"
+
+
+def on_off(value: str) -> str:
+    v = value.lower()
+    if v in ("on", "enabled", "true", "1"):
+        return "on"
+    if v in ("off", "disabled", "false", "0"):
+        return "off"
+    if v == "auto":
+        return "auto"
+    raise argparse.ArgumentTypeError(f"expected on, off or auto, not {value!r}")
+
+
+def gpu_layers(value: str) -> int:
+    """llama-server's -ngl: a number, 'all', or 'auto' (every layer that fits: all, here,
+    since llama_cy does not fit layers to free memory)."""
+    if value in ("all", "auto"):
+        return -1
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number, 'all' or 'auto', not {value!r}"
+        ) from None
+
+
+def non_negative(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return n
+
+
+def parallel(value: str) -> int:
+    n = int(value)
+    if n == 0 or n < -1:
+        raise argparse.ArgumentTypeError("--parallel must be -1 (auto) or at least 1")
+    return n
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def bool_env(value: str) -> bool:
+    return value.lower() in ("1", "true", "on", "enabled", "yes")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag of llama.cpp's tools, and the ``llama-cy`` subcommands that take it."""
+
+    names: tuple[str, ...]
+    dest: str
+    #: what ``serve`` does with it (the other subcommands take only flags they use)
+    status: Status = USED
+    metavar: str | None = None  #: None: a switch
+    type: Callable[[str], Any] = str
+    default: Any = None
+    commands: frozenset[str] = SERVE  #: the subcommands that take it
+    negative: tuple[str, ...] = ()  #: the ``--no-...`` spellings of a switch
+    env: str | None = None
+    choices: Sequence[str] | None = None
+    optional: bool = False  #: the value may be left out (``-fa`` alone means ``on``)
+    const: Any = None  #: the value when it is left out
+    repeat: bool = False  #: may be given several times (values collect in a list)
+    nargs: int | None = None  #: values after the flag, where more than one
+    note: str = ""  #: inert: why it is harmless here; refused: why it is not taken
+    help: str = ""
+    group: str = ""  #: the help section, where not llama-server's flags
+
+    @property
+    def name(self) -> str:
+        """The flag's long name, the one messages use."""
+        return next((n for n in self.names if n.startswith("--")), self.names[0])
+
+
+def used(names: str, dest: str, metavar: str | None = None, **kw: Any) -> Flag:
+    """A flag that does what it does in llama.cpp's tools. A switch is off unless its
+    default says otherwise (None: neither given, for a tri-state one)."""
+    if metavar is None:
+        kw.setdefault("default", False)
+    return Flag(tuple(names.split()), dest, metavar=metavar, **kw)
+
+
+def inert(names: str, dest: str, metavar: str | None, note: str, **kw: Any) -> Flag:
+    """A llama-server flag accepted with no effect here, and why."""
+    return used(names, dest, metavar, status=INERT, note=note, **kw)
+
+
+def refused(names: str, dest: str, metavar: str | None, note: str, **kw: Any) -> Flag:
+    """A llama-server flag refused here, and why."""
+    return used(names, dest, metavar, status=REFUSED, note=note, **kw)

@@ -1,0 +1,131 @@
+"""The argparse parser of a subcommand, built from the flag table: its flags, their
+environment variables as defaults (the command line wins), and the sampling flags."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from llama_cy.flags.flag import INERT, REFUSED, USED, Flag, bool_env
+from llama_cy.flags.table import COMMANDS, FLAGS, SAMPLING_ALIASES
+from llama_cy.sampling_settings import SAMPLING_SETTINGS
+
+__all__ = ["add_flags", "flags_for", "llama_server_argv", "reference"]
+
+#: The subcommands that take the sampling flags (llama-server's request defaults in serve).
+SAMPLING_COMMANDS = frozenset({"run", "chat", "serve"})
+
+
+def flags_for(command: str) -> list[Flag]:
+    """The table's flags that ``command`` takes, in the table's order."""
+    if command not in COMMANDS:
+        raise ValueError(f"no subcommand {command!r} takes flags")
+    return [f for f in FLAGS if command in f.commands]
+
+
+def _default(flag: Flag) -> Any:
+    """The flag's default, or its environment variable's value where one is set."""
+    if flag.env and flag.status == USED and flag.env in os.environ:
+        raw = os.environ[flag.env]
+        return bool_env(raw) if flag.metavar is None else flag.type(raw)
+    return flag.default
+
+
+def _add(group: Any, flag: Flag, help_text: str) -> None:
+    default = _default(flag)
+    if flag.metavar is None:
+        group.add_argument(
+            *flag.names, dest=flag.dest, action="store_true", default=default, help=help_text
+        )
+        if flag.negative:
+            group.add_argument(
+                *flag.negative, dest=flag.dest, action="store_false", help=argparse.SUPPRESS
+            )
+        return
+    kw: dict[str, Any] = {
+        "dest": flag.dest,
+        "metavar": flag.metavar.strip("<>[]").replace(" ", "_") or "VALUE",
+        "type": flag.type,
+        "help": help_text,
+    }
+    if flag.choices is not None:
+        kw["choices"] = flag.choices
+        kw.pop("metavar")
+    if flag.nargs:
+        group.add_argument(*flag.names, nargs=flag.nargs, default=default, **kw)
+    elif flag.repeat:
+        group.add_argument(*flag.names, action="append", default=None, **kw)
+    elif flag.optional:
+        group.add_argument(*flag.names, nargs="?", const=flag.const, default=default, **kw)
+    else:
+        group.add_argument(*flag.names, default=default, **kw)
+
+
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """``command``'s flags on ``parser``. ``serve`` groups llama-server's flags by their
+    fate here; a flag refused or inert in ``serve`` says why in its help there."""
+    flags = flags_for(command)
+    if command == "serve":
+        groups = {
+            USED: parser.add_argument_group("llama-server's flags"),
+            INERT: parser.add_argument_group("accepted, with no effect here (each says why)"),
+            REFUSED: parser.add_argument_group("refused: given, they stop the start and say why"),
+        }
+        for flag in flags:
+            _add(groups[flag.status], flag, flag.help if flag.status == USED else flag.note)
+    else:
+        for flag in flags:
+            _add(parser, flag, flag.help)
+    if command in SAMPLING_COMMANDS:
+        _add_sampling(parser, serving=command == "serve")
+
+
+def _add_sampling(parser: argparse.ArgumentParser, serving: bool) -> None:
+    title = "default sampling of requests (llama-server's)" if serving else "sampling"
+    group = parser.add_argument_group(title)
+    for s in SAMPLING_SETTINGS:
+        names = (s.flag, *SAMPLING_ALIASES.get(s.flag, ()))
+        if s.type is tuple:  # repeatable; None: the default list
+            group.add_argument(*names, dest=s.name, action="append", default=None, help=s.help)
+        else:
+            group.add_argument(
+                *names, dest=s.name, type=s.type, default=s.default, help=f"{s.help} ({s.default})"
+            )
+
+
+def sampling_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The sampling flags' values by Python name (the repeatable ones only if given)."""
+    out = {s.name: getattr(args, s.name) for s in SAMPLING_SETTINGS}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def llama_server_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` as llama-server reads it: in a ``--`` flag, ``_`` means ``-``
+    (``--backend_sampling`` is ``--backend-sampling``; common/arg.cpp)."""
+    out = []
+    for a in argv:
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            a = name.replace("_", "-") + eq + value
+        out.append(a)
+    return out
+
+
+def reference(command: str = "serve") -> str:
+    """``command``'s flags as a Markdown table: spellings, default, environment
+    variable, and (for ``serve``) the fate of each and why."""
+    rows = ["| flag | default | env | here | what it does, or why not |", "|---|---|---|---|---|"]
+    for flag in flags_for(command):
+        spell = ", ".join(f"`{n}`" for n in (*flag.names, *flag.negative))
+        status = flag.status if command == "serve" else USED
+        text = flag.help if status == USED else flag.note
+        default = "" if flag.default is None else f"`{flag.default}`"
+        env = f"`{flag.env}`" if flag.env else ""
+        rows.append(f"| {spell} | {default} | {env} | {status} | {_cell(text)} |")
+    return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
