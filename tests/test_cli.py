@@ -230,3 +230,25 @@ def test_no_jinja_with_a_built_in_template(gemma_path: Path) -> None:
         assert llm.apply_chat_template(question).startswith("<start_of_turn>user\n")
         out = llm.create_chat_completion(question, max_tokens=8, temperature=0)
     assert r.stdout == out["choices"][0]["message"]["content"] + "\n"
+
+
+def test_serve_without_the_server_extra_says_how_to_get_it() -> None:
+    """Starlette and uvicorn are the ``[server]`` extra: the library and the other
+    subcommands run without them; ``serve`` says what to install."""
+    code = (
+        "import sys\n"
+        "sys.modules['starlette'] = sys.modules['uvicorn'] = None\n"
+        "import importlib.util\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda n, *a: None if n in ('starlette', 'uvicorn') "
+        "else real(n, *a)\n"
+        "import llama_cy, llama_cy.cli\n"
+        "assert 'starlette' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "sys.exit(llama_cy.cli.main(['serve', '-m', 'x.gguf']))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 1, r.stderr
+    assert "pip install 'llama-cy[server]'" in r.stderr
+    assert "starlette and uvicorn" in r.stderr

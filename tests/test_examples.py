@@ -66,3 +66,89 @@ def test_readme_switch_command_installs_a_working_llama_cpp(tmp_path: Path) -> N
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True"]
+
+
+def _blocks(kind: str) -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    return re.findall(rf"```{kind}\n(.*?)```", readme, flags=re.S)
+
+
+def _run_python(code: str, timeout: float = 300) -> str:
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=timeout
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_readme_is_short() -> None:
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+
+
+def test_readme_install_command_runs(gemma_path: Path) -> None:
+    """The first command's ``llama-cy run`` (its ``pip install`` is what made this
+    environment), on the demo model it installs."""
+    line = _blocks("sh")[0].strip()
+    install, _, run = line.partition(" && ")
+    assert install == 'pip install ".[demo]"'
+    argv = run.split(" ", 1)[0], *re.findall(r'"[^"]*"|\S+', run.split(" ", 1)[1])
+    exe = Path(sys.executable).with_name(argv[0])
+    out = subprocess.run(
+        [str(exe), *(a.strip('"') for a in argv[1:]), "-t", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("The capital of France is")
+    assert "generation: 32 tokens" in out.stderr
+
+
+def test_readme_llama_quick_start(gemma_path: Path) -> None:
+    code = next(b for b in _blocks("python") if "from llama_cy import Llama" in b)
+    out = _run_python(code)
+    assert len(out.strip().splitlines()) >= 2
+
+
+def test_readme_sampling_loop_quick_start(gemma_path: Path) -> None:
+    code = next(b for b in _blocks("python") if "ctx.logits(-1)" in b)
+    out = _run_python(code)
+    assert len(out.strip()) > 0
+
+
+def test_readme_server_quick_start(gemma_path: Path) -> None:
+    """``llama-cy serve`` as the README starts it (on a free port instead of 8080), and
+    its OpenAI client snippet against it."""
+    from serving import free_port
+
+    line = next(b for b in _blocks("sh") if "llama-cy serve" in b).strip()
+    install, _, command = line.partition(" && ")
+    assert install == 'pip install ".[demo,server]"'  # what the test extra has too
+    port = free_port()
+    argv = command.replace("8080", str(port)).split()
+    exe = Path(sys.executable).with_name(argv[0])
+    proc = subprocess.Popen(
+        [str(exe), *argv[1:], "-t", "2", "-np", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.5)
+        client = next(b for b in _blocks("python") if "OpenAI(" in b)
+        out = _run_python(client.replace("8080", str(port)))
+        assert out.strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -5,6 +5,7 @@ endpoints. Every flag of llama-server is known: used as there, accepted with no 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 from collections.abc import Sequence
@@ -91,6 +92,12 @@ def main(args: argparse.Namespace) -> int:
     from llama_cy.server import serve
 
     check_flags(args, args.argv)
+    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise SystemExit(
+            f"llama-cy serve: the server needs {' and '.join(missing)}: "
+            "pip install 'llama-cy[server]'"
+        )
     if args.version:
         from llama_cy import __version__
         from llama_cy._backend import LLAMA_CPP_BUILD

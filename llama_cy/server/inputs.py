@@ -13,6 +13,7 @@ from llama_cy.server.schema import ApiError
 __all__ = [
     "MediaTokens",
     "input_prompts",
+    "is_int",
     "logit_bias",
     "lora_request",
     "messages",
@@ -33,12 +34,13 @@ def input_prompts(server: Server, value: Any) -> list[list[int]]:
     """llama-server's ``prompt``: a string, a token array, an array mixing both (one
     prompt), an object ``{"prompt_string": ...}``, or an array of any of those (several
     prompts). Text gets BOS where it comes first; token ids are range-checked."""
-    if isinstance(value, list) and value and not any(_is_int(x) for x in value):
+    if isinstance(value, list) and value and not any(is_int(x) for x in value):
         return [_subprompt(server, x) for x in value]
     return [_subprompt(server, value)]
 
 
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
+    """A JSON integer (a token id), not a boolean."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -50,7 +52,7 @@ def _subprompt(server: Server, value: Any) -> list[int]:
     model = server.model
     if isinstance(value, str):
         value = [value]
-    if isinstance(value, list) and value and all(_is_int(x) or isinstance(x, str) for x in value):
+    if isinstance(value, list) and value and all(is_int(x) or isinstance(x, str) for x in value):
         tokens: list[int] = []
         for i, x in enumerate(value):
             if isinstance(x, str):

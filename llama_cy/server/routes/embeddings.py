@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from llama_cy.embedding import Embedder
 from llama_cy.server import schema
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.inputs import input_prompts, prompt_parts
+from llama_cy.server.inputs import input_prompts, is_int, prompt_parts
 from llama_cy.server.requests import read_body
 from llama_cy.server.schema import ApiError
 
@@ -137,7 +137,7 @@ def _inputs(server: Server, emb: Embedder, body: dict[str, Any]) -> list[list[in
         raise ApiError(400, "'input' or 'content' must be given", param="input")
     if isinstance(value, list) and not value:
         raise ApiError(400, "'input' must not be empty", param="input")
-    entries = value if isinstance(value, list) and not any(_is_int(x) for x in value) else [value]
+    entries = value if isinstance(value, list) and not any(is_int(x) for x in value) else [value]
     out = []
     for entry in entries:
         if isinstance(entry, dict) and "content" in entry:
@@ -146,10 +146,6 @@ def _inputs(server: Server, emb: Embedder, body: dict[str, Any]) -> list[list[in
         _check_size(emb, tokens)
         out.append(tokens)
     return out
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _check_size(emb: Embedder, tokens: list[int]) -> None:
