@@ -1,6 +1,6 @@
 """``/tools``: llama-server's built-in agent tools and its MCP servers (``--tools``,
 ``--mcp-servers-json``, ``--mcp-servers-config``, ``--agent``), run by llama-server's own
-code through :class:`llama_cy._tools.ServerTools`; plain HTTP, as llama-server's web UI
+code through :class:`llama_cy._server_tools.ServerTools`; plain HTTP, as llama-server's web UI
 calls them. The MCP server is a small NDJSON JSON-RPC program the tests write."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from serving import Server, sse_events
 from tiny_model import write_tiny_llama
 
 from llama_cy import cli
-from llama_cy._tools import ServerTools, ToolsError
+from llama_cy._server_tools import ServerTools, ToolsError
 from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.errors import ClosedError
 

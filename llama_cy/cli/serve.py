@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 
 from llama_cy.cli.common import Bar, model_path
-from llama_cy.flags import FLAGS, REFUSED, llama_server_argv
+from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 
 __all__ = ["check_flags", "main"]
 
@@ -20,7 +20,7 @@ def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Stop with a message naming the first refused flag given (on the command line or
     through its environment variable), or a refused value of a used one."""
     given = {a.split("=", 1)[0] for a in llama_server_argv(argv) if a.startswith("-")}
-    for flag in FLAGS:
+    for flag in flags_for("serve"):
         if flag.status != REFUSED:
             continue
         spelled = [n for n in (*flag.names, *flag.negative) if n in given]

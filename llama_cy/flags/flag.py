@@ -102,7 +102,14 @@ def bool_env(value: str) -> bool:
 
 @dataclass(frozen=True)
 class Flag:
-    """One flag of llama.cpp's tools, and the ``llama-cy`` subcommands that take it."""
+    """One flag of llama.cpp's tools, and the ``llama-cy`` subcommands that take it.
+
+    One default serves every subcommand. llama.cpp's tools differ in three
+    (``common_params_parser_init``, b11434): ``--jinja`` is off in llama-completion and
+    llama-mtmd-cli (``run`` renders no template, so it does not take it); ``--temp`` is
+    0.2 in llama-mtmd-cli (``run --image`` keeps llama-completion's 0.8); ``-np`` is -1
+    in llama-server (only ``serve`` takes it).
+    """
 
     names: tuple[str, ...]
     dest: str

@@ -5,8 +5,8 @@ llama-server's CORS.
 The layers, each built only on those before it: :mod:`.core` (the :class:`Server`'s
 state), :mod:`.inputs` and :mod:`.requests` (reading requests), :mod:`.respond`
 (running and sending), :mod:`.routes` (one module per API: OpenAI's, its Responses
-API, Anthropic's, llama-server's own, embeddings, tools, the CORS proxy, metrics), and
-this module.
+API, Anthropic's, llama-server's own, embeddings, llama-server's agent tools, the CORS
+proxy, metrics), and this module.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from llama_cy.server.routes import (
     openai,
     openai_responses,
     proxy,
-    tools,
+    server_tools,
 )
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import ServerSettings
@@ -58,7 +58,7 @@ def routes(server: Server) -> list[Route]:
         + anthropic.routes(server)
         + openai_responses.routes(server)
         + proxy.routes(server)
-        + tools.routes(server)
+        + server_tools.routes(server)
         + metrics.routes(server)
     )
     prefix = server.settings.api_prefix

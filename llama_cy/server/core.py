@@ -27,7 +27,7 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._mtmd import MtmdContext
-from llama_cy._tools import ServerTools
+from llama_cy._server_tools import ServerTools
 from llama_cy.embedding import Embedder
 from llama_cy.media import MediaSource
 from llama_cy.sampling_settings import SAMPLING_SETTINGS

@@ -2,7 +2,7 @@
 
 The code is llama-server's own (``server-tools.cpp``, ``server-mcp.cpp``, linked from
 llama.cpp's ``server-context`` library); requests and answers cross as JSON text
-(``_tools_shim.h``), exactly as they cross HTTP in llama-server.
+(``_server_tools_shim.h``), exactly as they cross HTTP in llama-server.
 """
 
 cimport cython
@@ -17,7 +17,7 @@ from llama_cy._handle cimport Handle
 from llama_cy.errors import LlamaError
 
 
-cdef extern from "_tools_shim.h" namespace "lcy" nogil:
+cdef extern from "_server_tools_shim.h" namespace "lcy" nogil:
     cdef cppclass Tools:
         Tools() except +
         void start(const vector[string] &enabled, const string &runtime,

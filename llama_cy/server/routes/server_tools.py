@@ -1,6 +1,6 @@
 """llama-server's ``/tools`` (``--tools``, ``--tools-runtime``, ``--mcp-servers-config``,
 ``--mcp-servers-json``, ``--agent``): its built-in agent tools and its MCP servers, run
-by llama-server's own code (:class:`llama_cy._tools.ServerTools`). ``GET`` lists the
+by llama-server's own code (:class:`llama_cy._server_tools.ServerTools`). ``GET`` lists the
 tools, ``POST`` runs one (``{"tool", "params", "stream"}``); without tools both answer
 403, as llama-server does. Do not enable where untrusted clients reach the server: the
 tools read, write and run things on this machine."""
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from llama_cy._tools import ToolResponse
+from llama_cy._server_tools import ToolResponse
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.schema import ApiError
 
