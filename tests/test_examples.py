@@ -152,3 +152,18 @@ def test_readme_server_quick_start(gemma_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_readme_gpu_install_commands_name_real_build_options() -> None:
+    """The GPU builds take 25 minutes or a GPU SDK: the README's commands are checked
+    against meson.options instead (the CUDA build itself runs in the device check)."""
+    options = (ROOT / "meson.options").read_text()
+    combo = re.search(
+        r"option\('gpu', type: 'combo', value: 'cpu',\s*choices: \[(.*?)\]", options, re.S
+    )
+    assert combo is not None
+    choices = set(re.findall(r"'(\w+)'", combo.group(1)))
+    readme = (ROOT / "README.md").read_text()
+    given = re.findall(r"pip install \. -Csetup-args=-Dgpu=(\w+)", readme)
+    assert set(given) == {"cuda", "vulkan", "metal"}
+    assert set(given) <= choices
