@@ -84,8 +84,8 @@ def bench_server(
     threads = str(args.threads)
     port = 18400
     commands = {
-        "llama_cy": [sys.executable, "-m", "llama_cy", "serve", "-m", path, "--port", str(port),
-                     "-np", "8", "-c", "8192", "-t", threads, "-a", "m"],
+        "llama_cy": [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", path,
+                     "--port", str(port), "-np", "8", "-c", "8192", "-t", threads, "-a", "m"],
         "llama-server": [str(tools["llama-server"]), "-m", path, "--port", str(port),
                          "-np", "8", "-c", "8192", "-t", threads, "-a", "m"],
     }  # fmt: skip

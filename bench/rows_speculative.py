@@ -58,7 +58,7 @@ def bench_speculative(
     threads = str(args.threads)
     base = ["-m", str(path), "--port", str(port), "-np", "1", "-c", "4096", "-t", threads]
     programs = {
-        "llama_cy": [sys.executable, "-m", "llama_cy", "serve"],
+        "llama_cy": [sys.executable, "-P", "-m", "llama_cy", "serve"],
         "llama-server": [str(tools["llama-server"])],
     }
     configs = {

@@ -9,7 +9,9 @@ presentation (llama-cpp-python's dicts, llama-server's shapes) from the job it g
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -27,6 +29,8 @@ from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
 from llama_cy.sampling_settings import Profile, check, defaults
 
 __all__ = ["CHAT_POSITIONAL", "COMPLETION_POSITIONAL", "Preparer", "positional"]
+
+_log = logging.getLogger("llama_cy")
 
 #: llama-cpp-python's positional order for create_completion's arguments after ``prompt``.
 COMPLETION_POSITIONAL = (
@@ -475,7 +479,8 @@ class Preparer:
         ``tools``/``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
         function) and ``parallel_tool_calls`` give the model family's tool-call grammar
         (lazy for ``"auto"``: it wakes at the family's tool-call marker); a template
-        with no tool-call format refuses them. ``response_format`` ``{"type":
+        with no tool-call format renders without them, as llama-server does, and a
+        warning says so once per template. ``response_format`` ``{"type":
         "json_object"}`` (optionally with ``"schema"``) or ``{"type": "json_schema",
         "json_schema": {"schema": ...}}`` is enforced by a grammar made from the schema.
         ``reasoning_format`` (llama-server's values), ``reasoning_effort`` (OpenAI's;
@@ -503,10 +508,10 @@ class Preparer:
             continue_final_message=continue_final_message,
         )
         if parse_tools and not prompt.grammar:
-            raise ValueError(
-                "this chat template has no tool-call format: give one that renders tools "
-                "(chat_template=...) or leave the tools out"
-            )
+            # As llama-server: the template renders without them and the reply is plain
+            # content; said once per template, since the model cannot call them.
+            _warn_no_tool_format(self.template.source)
+            parse_tools = False
         media = None
         if bitmaps:
             tokens, media = self.media_prompt(self._strip_bos(prompt.prompt), bitmaps)
@@ -674,3 +679,19 @@ def _callables(given: Any) -> tuple[Any, ...]:
     if callable(given) and not isinstance(given, list | tuple):
         return (given,)
     return tuple(given)
+
+
+#: the templates already warned about (by a hash of their source)
+_NO_TOOL_FORMAT_WARNED: set[str] = set()
+
+
+def _warn_no_tool_format(source: str) -> None:
+    key = hashlib.sha256(source.encode()).hexdigest()
+    if key in _NO_TOOL_FORMAT_WARNED:
+        return
+    _NO_TOOL_FORMAT_WARNED.add(key)
+    _log.warning(
+        "this chat template has no tool-call format: tools are rendered without a "
+        "tool-call grammar and the replies are plain content, as in llama-server "
+        "(give a template that renders tools with chat_template=... to call them)"
+    )

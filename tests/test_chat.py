@@ -340,16 +340,28 @@ def test_tool_choice_none_and_auto(chat_llm: lc.Llama) -> None:
         chat_llm.create_chat_completion(question, tools=[WEATHER], grammar='root ::= "a"')
 
 
-def test_tools_need_a_template_with_a_tool_call_format(gemma_llm: lc.Llama) -> None:
-    # ChatML (the model has no template) renders no tools: refused, not ignored.
+def test_tools_under_a_template_with_no_tool_call_format_are_rendered_without(
+    gemma_llm: lc.Llama, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As llama-server: ChatML (the model has no template) renders no tools, so the
+    reply is plain content, and a warning says so once per template."""
+    import logging
+
+    from llama_cy.prepare import _NO_TOOL_FORMAT_WARNED
+
+    _NO_TOOL_FORMAT_WARNED.clear()
     question = [{"role": "user", "content": "Weather in Oslo?"}]
-    for choice in ("auto", "required"):
-        with pytest.raises(ValueError, match="no tool-call format"):
-            gemma_llm.create_chat_completion(question, tools=[WEATHER], tool_choice=choice)
-    out = gemma_llm.create_chat_completion(
-        question, tools=[WEATHER], tool_choice="none", max_tokens=2
-    )
-    assert isinstance(out, dict)
+    plain = gemma_llm.create_chat_completion(question, max_tokens=8, temperature=0)
+    with caplog.at_level(logging.WARNING, logger="llama_cy"):
+        for choice in ("auto", "required", "none"):
+            out = gemma_llm.create_chat_completion(
+                question, tools=[WEATHER], tool_choice=choice, max_tokens=8, temperature=0
+            )
+            message = out["choices"][0]["message"]
+            assert not message.get("tool_calls")
+            assert message["content"] == plain["choices"][0]["message"]["content"]
+    warnings = [r for r in caplog.records if "no tool-call format" in r.getMessage()]
+    assert len(warnings) == 1
 
 
 def test_auto_tool_grammar_wakes_at_the_tag(chat_llm: lc.Llama) -> None:
