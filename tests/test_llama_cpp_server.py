@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -140,5 +141,34 @@ def test_a_config_file_with_several_models_swaps_them(
         with urllib.request.urlopen(request, timeout=60) as r:
             events = [line for line in r.read().decode().splitlines() if line.startswith("data: ")]
         assert events[-1] == "data: [DONE]"
+    finally:
+        stop(proc)
+
+
+def test_extras_tokenize_and_detokenize(tiny_model_path: Path) -> None:
+    """llama-cpp-python's /extras routes: its shapes, and its tokenization (BOS, special
+    tokens parsed; detokenized without them)."""
+    from llama_cy import LlamaModel
+
+    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256")
+    try:
+        model = LlamaModel.load(tiny_model_path, vocab_only=True)
+        want = model.tokenize("Hello world", add_special=True, parse_special=True).tolist()
+        n_bos = int(model.add_bos)
+        model.close()
+        assert post(port, "/extras/tokenize", {"input": "Hello world"}) == {"tokens": want}
+        count = post(port, "/extras/tokenize/count", {"input": "Hello world", "model": "x"})
+        assert count == {"count": len(want)}
+        assert post(port, "/extras/detokenize", {"tokens": want}) == {"text": "Hello world"}
+        for path, body in (
+            ("/extras/detokenize", {"tokens": [10**9]}),
+            ("/extras/detokenize", {"tokens": ["a"]}),
+            ("/extras/tokenize", {"input": 3}),
+            ("/extras/tokenize", {}),
+        ):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                post(port, path, body)
+            assert err.value.code == 400, (path, body)
+        assert post(port, "/extras/tokenize/count", {"input": ""}) == {"count": n_bos}
     finally:
         stop(proc)

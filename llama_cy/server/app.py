@@ -5,8 +5,8 @@ llama-server's CORS.
 The layers, each built only on those before it: :mod:`.core` (the :class:`Server`'s
 state), :mod:`.inputs` and :mod:`.requests` (reading requests), :mod:`.respond`
 (running and sending), :mod:`.routes` (one module per API: OpenAI's, its Responses
-API, Anthropic's, llama-server's own, embeddings, llama-server's agent tools, the CORS
-proxy, metrics), and this module.
+API, Anthropic's, llama-server's own, llama-cpp-python's extras, embeddings,
+llama-server's agent tools, the CORS proxy, metrics), and this module.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from llama_cy.server.engine import QueueFullError
 from llama_cy.server.routes import (
     anthropic,
     embeddings,
+    llama_cpp_python,
     llama_server,
     metrics,
     openai,
@@ -59,6 +60,7 @@ def routes(server: Server) -> list[Route]:
         + openai_responses.routes(server)
         + proxy.routes(server)
         + server_tools.routes(server)
+        + llama_cpp_python.routes(server)
         + metrics.routes(server)
     )
     prefix = server.settings.api_prefix
