@@ -5,7 +5,7 @@ checked fields, the sampler settings by their Python names, the adapter scales, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -22,6 +22,7 @@ __all__ = [
     "lora_for",
     "prepare_chat",
     "read_body",
+    "read_converted_chat",
     "render_kwargs",
     "sampling",
     "verbose",
@@ -117,6 +118,16 @@ def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
         "reasoning_budget_message": body.get("reasoning_budget_message"),
         **sampling(server, body),
     }
+
+
+async def read_converted_chat(
+    request: Request, convert: Callable[[Any], dict[str, Any]]
+) -> dict[str, Any]:
+    """A body in another API's shape (Anthropic's, the Responses API's), converted by
+    ``convert`` to an OpenAI chat body, and checked as one."""
+    chat = convert(schema.parse(await request.body()))
+    schema.refuse_unsupported(chat)
+    return schema.check(chat, schema.CHAT, ("messages",))
 
 
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:

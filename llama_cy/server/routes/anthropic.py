@@ -19,9 +19,9 @@ from starlette.responses import JSONResponse, Response
 from llama_cy.chat import ChatParser
 from llama_cy.completion import Completion, CompletionChunk
 from llama_cy.openai_shapes import Shaper
-from llama_cy.server import respond, schema
+from llama_cy.server import respond
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.requests import prepare_chat
+from llama_cy.server.requests import prepare_chat, read_converted_chat
 from llama_cy.server.schema import ApiError
 
 __all__ = ["AnthropicShaper", "routes", "to_openai"]
@@ -32,10 +32,7 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def create(request: Request) -> Response:
         server.generating()
-        raw = schema.parse(await request.body())
-        chat = to_openai(raw)
-        schema.refuse_unsupported(chat)
-        body = schema.check(chat, schema.CHAT, ("messages",))
+        body = await read_converted_chat(request, to_openai)
         job = await prepare_chat(server, body, allow_empty=True)
         assert job.chat is not None
         stream = bool(body.get("stream"))
@@ -44,8 +41,7 @@ def routes(server: Server) -> list[RouteSpec]:
         return await respond.run(server, request, [(job, shaper)], body, done_marker=False)
 
     async def count_tokens(request: Request) -> Response:
-        raw = schema.parse(await request.body())
-        body = schema.check(to_openai(raw), schema.CHAT, ("messages",))
+        body = await read_converted_chat(request, to_openai)
         job = await prepare_chat(server, body, allow_empty=True)
         return JSONResponse({"input_tokens": len(job.tokens)})
 

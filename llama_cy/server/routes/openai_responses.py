@@ -19,9 +19,9 @@ from starlette.responses import JSONResponse, Response
 from llama_cy.chat import ChatParser
 from llama_cy.completion import Completion, CompletionChunk
 from llama_cy.openai_shapes import Shaper
-from llama_cy.server import respond, schema
+from llama_cy.server import respond
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.requests import prepare_chat
+from llama_cy.server.requests import prepare_chat, read_converted_chat
 from llama_cy.server.schema import ApiError
 
 __all__ = ["ResponsesShaper", "routes", "to_chat"]
@@ -31,10 +31,7 @@ def routes(server: Server) -> list[RouteSpec]:
     post = ["POST"]
 
     async def prepare(request: Request) -> tuple[dict[str, Any], Any]:
-        raw = schema.parse(await request.body())
-        chat = to_chat(raw)
-        schema.refuse_unsupported(chat)
-        body = schema.check(chat, schema.CHAT, ("messages",))
+        body = await read_converted_chat(request, to_chat)
         job = await prepare_chat(server, body)
         return body, job
 
