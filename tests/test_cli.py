@@ -252,3 +252,21 @@ def test_serve_without_the_server_extra_says_how_to_get_it() -> None:
     assert r.returncode == 1, r.stderr
     assert "pip install 'llama-cy[server]'" in r.stderr
     assert "starlette and uvicorn" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        ("a\\nb\\tc", "a\nb\tc"),
+        ("say \\\"hi\\\" and \\'x\\'", "say \"hi\" and 'x'"),
+        ("C:\\path\\xyz", "C:\\path\\xyz"),  # not escapes: kept, as llama.cpp keeps them
+        ("\\x41\\x4", "A\\x4"),
+        ("back\\\\slash\\", "back\\slash\\"),
+        ("\\xc3\\xa9 é", "é é"),  # \xNN are bytes: two make one UTF-8 character
+    ],
+)
+def test_run_processes_escapes_as_llama_cpp(given: str, want: str) -> None:
+    """``-e`` is on by default, as in llama.cpp: common.cpp's string_process_escapes."""
+    from llama_cy.cli.run import process_escapes
+
+    assert process_escapes(given) == want

@@ -4,11 +4,28 @@ llama-mtmd-cli's flags)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from llama_cy.cli.common import llama, read_media, sampling, timings_line, verbose
 
-__all__ = ["main"]
+__all__ = ["main", "process_escapes"]
+
+_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"'": b"'", b'"': b'"', b"\\": b"\\"}
+_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|.)", re.S)
+
+
+def process_escapes(text: str) -> str:
+    """llama.cpp's ``-e`` (``string_process_escapes``): ``\\n``, ``\\r``, ``\\t``,
+    ``\\'``, ``\\"``, ``\\\\`` and ``\\xNN`` (a byte); any other backslash stays."""
+
+    def one(m: re.Match[bytes]) -> bytes:
+        code = m.group(1)
+        if code[:1] == b"x" and len(code) == 3:
+            return bytes([int(code[1:], 16)])
+        return _ESCAPES.get(code, m.group(0))
+
+    return _ESCAPE.sub(one, text.encode()).decode("utf-8", "replace")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -23,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         raise SystemExit("llama-cy run: give a prompt with -p TEXT or -f FILE (or on stdin)")
     if args.escape:
-        prompt = prompt.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        prompt = process_escapes(prompt)
     with llama(args) as llm:
         if args.display_prompt:
             sys.stdout.write(prompt)
