@@ -9,7 +9,6 @@ presentation (llama-cpp-python's dicts, llama-server's shapes) from the job it g
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -681,15 +680,14 @@ def _callables(given: Any) -> tuple[Any, ...]:
     return tuple(given)
 
 
-#: the templates already warned about (by a hash of their source)
+#: the templates already warned about (their sources)
 _NO_TOOL_FORMAT_WARNED: set[str] = set()
 
 
 def _warn_no_tool_format(source: str) -> None:
-    key = hashlib.sha256(source.encode()).hexdigest()
-    if key in _NO_TOOL_FORMAT_WARNED:
+    if source in _NO_TOOL_FORMAT_WARNED:
         return
-    _NO_TOOL_FORMAT_WARNED.add(key)
+    _NO_TOOL_FORMAT_WARNED.add(source)
     _log.warning(
         "this chat template has no tool-call format: tools are rendered without a "
         "tool-call grammar and the replies are plain content, as in llama-server "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -91,10 +92,10 @@ def test_readme_install_command_runs(gemma_path: Path) -> None:
     line = _blocks("sh")[0].strip()
     install, _, run = line.partition(" && ")
     assert install == 'pip install ".[demo]"'
-    argv = run.split(" ", 1)[0], *re.findall(r'"[^"]*"|\S+', run.split(" ", 1)[1])
+    argv = shlex.split(run)
     exe = Path(sys.executable).with_name(argv[0])
     out = subprocess.run(
-        [str(exe), *(a.strip('"') for a in argv[1:]), "-t", "2"],
+        [str(exe), *argv[1:], "-t", "2"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -125,7 +126,7 @@ def test_readme_server_quick_start(gemma_path: Path) -> None:
     install, _, command = line.partition(" && ")
     assert install == 'pip install ".[demo,server]"'  # what the test extra has too
     port = free_port()
-    argv = command.replace("8080", str(port)).split()
+    argv = shlex.split(command.replace("8080", str(port)))
     exe = Path(sys.executable).with_name(argv[0])
     proc = subprocess.Popen(
         [str(exe), *argv[1:], "-t", "2", "-np", "1"],

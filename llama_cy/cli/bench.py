@@ -8,7 +8,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from llama_cy.cli.common import Bar, flash, model_path, verbose
+from llama_cy.cli.common import Bar, flash, model_path, threads, verbose
 
 __all__ = ["main"]
 
@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     verbose(args.verbose)
     path = model_path(args.model)
     pps, tgs = _ints(args.n_prompt), _ints(args.n_gen)
-    n_threads = args.threads if args.threads > 0 else default_n_threads()
+    n_threads = threads(args.threads) or default_n_threads()
     rng = np.random.default_rng(0)
     rows = []
     loaded = LlamaModel.load(

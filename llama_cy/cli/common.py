@@ -14,12 +14,15 @@ from llama_cy.flags.parser import sampling_values
 __all__ = [
     "Bar",
     "chat_template",
+    "flash",
     "llama",
     "model_path",
     "mtmd",
     "read_media",
     "sampling",
     "speculative",
+    "split",
+    "threads",
     "timings_line",
     "verbose",
 ]
@@ -64,7 +67,7 @@ def model_path(path: str | None) -> str:
 def speculative(args: argparse.Namespace) -> dict[str, Any]:
     """``Llama``'s draft keywords from the speculative flags (none: off): one type, or
     a draft model (draft-simple)."""
-    types = [t.strip() for v in args.spec_type or () for t in v.split(",") if t.strip()]
+    types = [t for v in args.spec_type or () for t in split(v)]
     draft = args.model_draft
     if types in ([], ["none"]) and not draft:
         return {}
@@ -145,7 +148,18 @@ def sampling(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def flash(value: str) -> bool | None:
+    """``-fa on|off|auto``: True, False, or None (llama.cpp decides)."""
     return {"on": True, "off": False}.get(value)
+
+
+def threads(n: int | None) -> int | None:
+    """A thread-count flag: its value, or None for llama.cpp's default (-1, or 0)."""
+    return n if n is not None and n > 0 else None
+
+
+def split(value: str | None) -> tuple[str, ...]:
+    """A comma-separated flag value's items."""
+    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
 
 
 def verbose(on: bool) -> None:
@@ -160,7 +174,7 @@ def llama(args: argparse.Namespace, **extra: Any) -> Any:
     return Llama(
         path,
         n_ctx=args.ctx_size,
-        n_threads=args.threads if args.threads > 0 else None,
+        n_threads=threads(args.threads),
         n_gpu_layers=args.n_gpu_layers,
         n_batch=args.batch_size,
         n_ubatch=args.ubatch_size,

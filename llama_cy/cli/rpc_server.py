@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from llama_cy.cli.common import verbose
+from llama_cy.cli.common import threads, verbose
 
 __all__ = ["main"]
 
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     )
     served = ", ".join(d.name for d in chosen)
     print(f"llama-cy rpc-server: serving {served} on {endpoint}", file=sys.stderr, flush=True)
-    n_threads = args.threads if args.threads > 0 else default_n_threads()
+    n_threads = threads(args.threads) or default_n_threads()
     cache = os.path.expanduser(args.cache_dir) if args.cache_dir else None
     # ggml's server loop never returns: it runs in a daemon thread so that Ctrl-C and
     # SIGTERM end the process.

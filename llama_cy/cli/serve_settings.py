@@ -10,15 +10,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from llama_cy.chat import chat_format_names
+from llama_cy.cli.common import chat_template, flash, split, threads
 from llama_cy.flags.parser import sampling_values
 from llama_cy.server.settings import ServerSettings
 
 __all__ = ["settings_from_args"]
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(x.strip() for x in (value or "").split(",") if x.strip())
 
 
 def _logit_bias(items: Sequence[str] | None) -> dict[int, float]:
@@ -68,8 +64,8 @@ def _loras(
     plain: Sequence[str] | None, scaled: Sequence[str] | None
 ) -> tuple[tuple[str, float], ...]:
     """--lora FNAME,... (scale 1) and --lora-scaled FNAME:SCALE,..."""
-    out = [(p, 1.0) for v in plain or () for p in _split(v)]
-    for item in (x for v in scaled or () for x in _split(v)):
+    out = [(p, 1.0) for v in plain or () for p in split(v)]
+    for item in (x for v in scaled or () for x in split(v)):
         path, sep, scale = item.rpartition(":")
         try:
             if not sep:
@@ -83,7 +79,7 @@ def _loras(
 
 
 def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
-    keys = list(_split(args.api_key))
+    keys = list(split(args.api_key))
     if args.api_key_file:
         with open(args.api_key_file, encoding="utf-8") as f:
             keys += [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
@@ -104,7 +100,7 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
     """:class:`~llama_cy.Speculator` keywords from the speculative flags (None: off).
     A draft model without ``--spec-type`` means draft-simple (llama-server loads it and
     then drafts nothing)."""
-    types = [t for v in args.spec_type or () for t in _split(v)]
+    types = [t for v in args.spec_type or () for t in split(v)]
     if args.spec_default:
         types.append("ngram-mod")
     synth = args.spec_synth_len is not None or args.spec_synth_rates is not None
@@ -138,7 +134,7 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
         out["synth_len"] = args.spec_synth_len
     if args.spec_synth_rates is not None:
         try:
-            out["synth_rates"] = [float(x) for x in _split(args.spec_synth_rates)]
+            out["synth_rates"] = [float(x) for x in split(args.spec_synth_rates)]
         except ValueError:
             raise SystemExit(
                 "llama-cy serve: --spec-synth-rates: expected numbers, "
@@ -147,12 +143,8 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
     draft_context = {
         "type_k": args.cache_type_k_draft,
         "type_v": args.cache_type_v_draft,
-        "n_threads": args.threads_draft if args.threads_draft and args.threads_draft > 0 else None,
-        "n_threads_batch": (
-            args.threads_batch_draft
-            if args.threads_batch_draft and args.threads_batch_draft > 0
-            else None
-        ),
+        "n_threads": threads(args.threads_draft),
+        "n_threads_batch": threads(args.threads_batch_draft),
     }
     if draft_context["n_threads_batch"] is None:
         draft_context["n_threads_batch"] = draft_context["n_threads"]
@@ -162,11 +154,6 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     """The :class:`~llama_cy.server.ServerSettings` that the parsed flags ask for."""
-    template = args.chat_template
-    if args.chat_template_file:
-        with open(args.chat_template_file, encoding="utf-8") as f:
-            template = f.read()
-    builtin = template is not None and template in chat_format_names()
     sampling = sampling_values(args)
     bias = _logit_bias(args.logit_bias)
     if bias:
@@ -189,10 +176,10 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     }
     devices = None
     if args.device:
-        devices = [] if args.device == "none" else list(_split(args.device))
-    tensor_split = [float(x) for x in _split(args.tensor_split)] or None
+        devices = [] if args.device == "none" else list(split(args.device))
+    tensor_split = [float(x) for x in split(args.tensor_split)] or None
     # --agent is --tools all with the CORS proxy; --no-agent turns both off.
-    tools = ("all",) if args.agent else () if args.agent is False else _split(args.tools)
+    tools = ("all",) if args.agent else () if args.agent is False else split(args.tools)
     agentic = bool(tools or args.mcp_servers_config or args.mcp_servers_json)
     # As llama-server: tools or MCP servers keep CORS to local origins unless told.
     cors_origins = args.cors_origins or ("localhost" if agentic else "*")
@@ -208,34 +195,28 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     }
     return ServerSettings(
         model=model,
-        aliases=_split(args.alias),
-        tags=_split(args.tags),
+        aliases=split(args.alias),
+        tags=split(args.tags),
         ctx_size=args.ctx_size,
         parallel=args.parallel,
         kv_unified=args.kv_unified,
         n_predict=args.n_predict,
-        threads=args.threads if args.threads > 0 else None,
-        threads_batch=args.threads_batch if args.threads_batch and args.threads_batch > 0 else None,
+        threads=threads(args.threads),
+        threads_batch=threads(args.threads_batch),
         n_gpu_layers=args.n_gpu_layers,
         batch_size=args.batch_size,
         ubatch_size=args.ubatch_size,
-        flash_attn={"on": True, "off": False}.get(args.flash_attn),
+        flash_attn=flash(args.flash_attn),
         api_keys=_api_keys(args),
         embeddings=args.embeddings,
         reranking=args.reranking,
         embd_normalize=args.embd_normalize,
         pooling=args.pooling,
         seed=args.seed,
-        chat_format=template if builtin else None,
-        chat_template=None if builtin else template,
-        use_jinja=args.jinja,
-        reasoning_format=args.reasoning_format,
+        **chat_template(args),  # what run and chat take too, read the same way
         reasoning=args.reasoning,
         reasoning_effort=None if args.reasoning_effort == "default" else args.reasoning_effort,
-        reasoning_budget=args.reasoning_budget,
-        reasoning_budget_message=args.reasoning_budget_message,
         reasoning_preserve=args.reasoning_preserve,
-        chat_template_kwargs=args.chat_template_kwargs or {},
         metrics=args.metrics,
         slots_endpoint=args.slots,
         slot_save_path=args.slot_save_path,

@@ -128,7 +128,6 @@ class Flag:
     nargs: int | None = None  #: values after the flag, where more than one
     note: str = ""  #: inert: why it is harmless here; refused: why it is not taken
     help: str = ""
-    group: str = ""  #: the help section, where not llama-server's flags
 
     @property
     def name(self) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from llama_cy.chat import ChatParser
 from llama_cy.generation import Job
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
 from llama_cy.server import schema
@@ -19,6 +20,7 @@ from llama_cy.server.schema import ApiError
 
 __all__ = [
     "chat_kwargs",
+    "chat_parser",
     "lora_for",
     "prepare_chat",
     "read_body",
@@ -135,3 +137,12 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
     tokenizing and compiling a grammar never block the event loop)."""
     msgs = messages(body["messages"], allow_empty=allow_empty, media=server.mtmd is not None)
     return await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
+
+
+def chat_parser(job: Job, body: Mapping[str, Any]) -> ChatParser:
+    """A parser of the reply to a chat job (one per choice: it keeps the stream's
+    state), streaming as the request asks."""
+    assert job.chat is not None
+    return ChatParser(
+        job.chat, parse_tool_calls=job.parse_tool_calls, stream=bool(body.get("stream"))
+    )

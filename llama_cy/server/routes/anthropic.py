@@ -21,7 +21,7 @@ from llama_cy.completion import Completion, CompletionChunk
 from llama_cy.openai_shapes import Shaper
 from llama_cy.server import respond
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.requests import prepare_chat, read_converted_chat
+from llama_cy.server.requests import chat_parser, prepare_chat, read_converted_chat
 from llama_cy.server.schema import ApiError
 
 __all__ = ["AnthropicShaper", "routes", "to_openai"]
@@ -34,10 +34,7 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await read_converted_chat(request, to_openai)
         job = await prepare_chat(server, body, allow_empty=True)
-        assert job.chat is not None
-        stream = bool(body.get("stream"))
-        parser = ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream)
-        shaper = AnthropicShaper(server.model_id, parser, n_prompt=len(job.tokens))
+        shaper = AnthropicShaper(server.model_id, chat_parser(job, body), n_prompt=len(job.tokens))
         return await respond.run(server, request, [(job, shaper)], body, done_marker=False)
 
     async def count_tokens(request: Request) -> Response:

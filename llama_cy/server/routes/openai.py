@@ -11,13 +11,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from llama_cy.chat import ChatParser
 from llama_cy.generation import Job
 from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, prompt
-from llama_cy.server.requests import prepare_chat, read_body, sampling
+from llama_cy.server.requests import chat_parser, prepare_chat, read_body, sampling
 from llama_cy.server.schema import ApiError
 
 __all__ = ["combine_choices", "routes"]
@@ -87,14 +86,12 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await read_body(server, request, schema.CHAT, "messages")
         job = await prepare_chat(server, body)
-        assert job.chat is not None
-        stream = bool(body.get("stream"))
         cmpl_id = f"chatcmpl-{uuid.uuid4().hex}"
         jobs: list[tuple[Job, Shaper]] = []
         for i in range(_n(body)):
             shaper = ChatShaper(
                 server.model_id,
-                ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream),
+                chat_parser(job, body),
                 logprobs=job.n_logprobs is not None,
                 include_usage=_include_usage(body),
                 index=i,

@@ -21,7 +21,7 @@ from llama_cy.completion import Completion, CompletionChunk
 from llama_cy.openai_shapes import Shaper
 from llama_cy.server import respond
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.requests import prepare_chat, read_converted_chat
+from llama_cy.server.requests import chat_parser, prepare_chat, read_converted_chat
 from llama_cy.server.schema import ApiError
 
 __all__ = ["ResponsesShaper", "routes", "to_chat"]
@@ -38,10 +38,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def create(request: Request) -> Response:
         server.generating()
         body, job = await prepare(request)
-        assert job.chat is not None
-        stream = bool(body.get("stream"))
-        parser = ChatParser(job.chat, parse_tool_calls=job.parse_tool_calls, stream=stream)
-        shaper = ResponsesShaper(server.model_id, parser, n_prompt=len(job.tokens))
+        shaper = ResponsesShaper(server.model_id, chat_parser(job, body), n_prompt=len(job.tokens))
         return await respond.run(server, request, [(job, shaper)], body, done_marker=False)
 
     async def input_tokens(request: Request) -> Response:
