@@ -33,14 +33,16 @@ from llama_cy._backend import (
 
 # isort: split
 from llama_cy import _build_config, errors
-from llama_cy._adapter import LoraAdapter
+from llama_cy._adapter import LoraAdapter, load_control_vectors
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._mtmd import Bitmap, InputChunk, InputChunks, MtmdContext
+from llama_cy._placement import buffer_types
 from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy._vocab import TOKEN_ATTRS, LlamaVocab
+from llama_cy.cpu_params import CpuParams
 from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
 
@@ -71,6 +73,7 @@ __all__ = [
     "Completion",
     "CompletionChunk",
     "ContextPerf",
+    "CpuParams",
     "Device",
     "InputChunk",
     "InputChunks",
@@ -94,11 +97,13 @@ __all__ = [
     "TokenLogprob",
     "__version__",
     "available_cpus",
+    "buffer_types",
     "default_n_threads",
     "devices",
     "errors",
     "get_include",
     "get_lib_dir",
+    "load_control_vectors",
     "numa_init",
     "supports_gpu_offload",
     "supports_mlock",

@@ -1,3 +1,4 @@
+from collections.abc import Iterable
 from os import PathLike
 from typing import Self
 
@@ -21,3 +22,7 @@ class LoraAdapter(Handle):
     def metadata(self) -> dict[str, str]: ...
     @property
     def alora_invocation_tokens(self) -> npt.NDArray[np.int32]: ...
+
+def load_control_vectors(
+    items: Iterable[tuple[str | PathLike[str], float]],
+) -> npt.NDArray[np.float32]: ...

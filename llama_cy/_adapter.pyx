@@ -1,4 +1,5 @@
-"""LoraAdapter: a LoRA (or aLoRA) adapter loaded for a model (``llama_adapter_lora``)."""
+"""LoraAdapter: a LoRA (or aLoRA) adapter loaded for a model (``llama_adapter_lora``); and
+control vector files read as llama.cpp's tools read them (``llama_adapter_cvec``'s data)."""
 
 import os
 
@@ -7,12 +8,57 @@ import numpy as np
 cimport cython
 
 from libc.stdint cimport int32_t
+from libcpp.string cimport string
+from libcpp.vector cimport vector
 
 from llama_cy._c cimport llama as c
 from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 
 from llama_cy.errors import ModelLoadError
+
+cdef extern from "common.h" nogil:
+    cdef struct common_control_vector_load_info:
+        float strength
+        string fname
+    cdef struct common_control_vector_data:
+        int n_embd
+        vector[float] data
+    common_control_vector_data common_control_vector_load(
+        const vector[common_control_vector_load_info] &load_infos) except +
+
+
+def load_control_vectors(items):
+    """llama.cpp's ``common_control_vector_load``: the ``direction.N`` tensors of each
+    ``(path, strength)`` GGUF file, scaled and summed, as a float32 array of shape
+    ``(layers, n_embd)`` whose row 0 is layer 1 (what
+    :meth:`~llama_cy.LlamaContext.set_control_vector` takes). ValueError names the file
+    llama.cpp could not read (its log says why)."""
+    cdef vector[common_control_vector_load_info] infos
+    cdef common_control_vector_load_info info
+    cdef common_control_vector_data result
+    items = list(items)
+    for path, strength in items:
+        if not os.path.isfile(path):
+            raise ValueError(f"control vector file not found: {os.fspath(path)!r}")
+        info.fname = os.fsencode(path)
+        info.strength = strength
+        infos.push_back(info)
+    if infos.empty():
+        raise ValueError("no control vector files given")
+    with nogil:
+        result = common_control_vector_load(infos)
+    if result.n_embd <= 0 or result.data.empty():
+        names = ", ".join(repr(os.fspath(p)) for p, _ in items)
+        raise ValueError(f"no valid control vector in {names} (a GGUF file of F32 1-D "
+                         "direction.N tensors, N >= 1, all the same length; see the "
+                         "'llama_cy' log)")
+    out = np.empty(result.data.size(), dtype=np.float32)
+    cdef float[::1] view = out
+    cdef size_t i
+    for i in range(result.data.size()):
+        view[i] = result.data[i]
+    return out.reshape(-1, result.n_embd)
 
 
 cdef str _meta_str(int32_t (*getter)(const c.llama_adapter_lora *, int32_t, char *, size_t) noexcept nogil,

@@ -34,6 +34,9 @@ cdef class LlamaContext(ViewOwner):
     # Persistent threadpools (generation, batch), as llama.cpp's own tools attach.
     cdef ggml_threadpool_t _tp
     cdef ggml_threadpool_t _tp_batch
+    # Where the pools' threads run (llama_cy.CpuParams or None: anywhere).
+    cdef object _cpu_params
+    cdef object _cpu_params_batch
     # Pools replaced by set_n_threads (addresses): freed with the context.
     cdef list _retired
     # Backend sampler chains by sequence id (llama_set_sampler): held, so alive, while

@@ -11,6 +11,7 @@ from llama_cy._batch import LlamaBatch
 from llama_cy._model import LlamaModel, _Tokens
 from llama_cy._sampler import LlamaSampler
 from llama_cy._view import ViewOwner
+from llama_cy.cpu_params import CpuParams
 from llama_cy.perf import ContextPerf
 
 _Path = str | PathLike[str]
@@ -75,6 +76,8 @@ class LlamaContext(ViewOwner):
         samplers: Mapping[int, LlamaSampler] | None = None,
         n_outputs_max: int | None = None,
         n_outputs_max_per_seq: int | None = None,
+        cpu_params: CpuParams | None = None,
+        cpu_params_batch: CpuParams | None = None,
     ) -> Self: ...
     def decode(self, batch: LlamaBatch) -> None: ...
     def encode(self, batch: LlamaBatch) -> None: ...

@@ -24,7 +24,8 @@ from libc.stdlib cimport malloc, free
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport (
     ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t, ggml_threadpool_params,
-    ggml_threadpool_params_default, GGML_MAX_N_THREADS,
+    ggml_threadpool_params_default, ggml_threadpool_params_match, ggml_sched_priority,
+    GGML_MAX_N_THREADS,
 )
 from llama_cy._c.ggml_backend cimport ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address
 from llama_cy._adapter cimport LoraAdapter
@@ -40,6 +41,7 @@ from llama_cy.errors import (
     BusyError, ClosedError, ContextCreationError, EncodeError, InvalidBatchError, LlamaError,
     StateError, call_error, decode_error,
 )
+from llama_cy.cpu_params import CpuParams
 from llama_cy.perf import ContextPerf
 
 
@@ -116,6 +118,19 @@ cdef int _check_threads(str name, n) except -1:
     return n
 
 
+cdef int _threadpool_params(ggml_threadpool_params *params, int n_threads, cpu) except -1:
+    """ggml_threadpool_params_from_cpu_params: ggml's defaults, placed as ``cpu`` says."""
+    params[0] = ggml_threadpool_params_default(n_threads)
+    if cpu is None:
+        return 0
+    for i in (cpu.cpumask or ()):
+        params.cpumask[i] = True
+    params.prio = <ggml_sched_priority><int>cpu.priority
+    params.poll = cpu.poll
+    params.strict_cpu = cpu.strict_cpu
+    return 0
+
+
 cdef object _choice(dict table, value, str what):
     try:
         return table[value]
@@ -142,7 +157,8 @@ cdef class LlamaContext(ViewOwner):
                   yarn_attn_factor=None, yarn_beta_fast=None, yarn_beta_slow=None,
                   yarn_orig_ctx=None, type_k=None, type_v=None, bint embeddings=False,
                   offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
-                  op_offload=None, samplers=None, n_outputs_max=None, n_outputs_max_per_seq=None):
+                  op_offload=None, samplers=None, n_outputs_max=None, n_outputs_max_per_seq=None,
+                  cpu_params=None, cpu_params_batch=None):
         self.ptr = NULL
         self._samplers = {}
         self._samplers_changed = False
@@ -151,6 +167,13 @@ cdef class LlamaContext(ViewOwner):
         self._tp = NULL
         self._tp_batch = NULL
         self._retired = []
+        for what, value in (("cpu_params", cpu_params), ("cpu_params_batch", cpu_params_batch)):
+            if value is not None and not isinstance(value, CpuParams):
+                raise TypeError(f"{what} must be a llama_cy.CpuParams or None")
+        self._cpu_params = cpu_params
+        # As llama.cpp's tools: the batch pool takes the generation pool's placement
+        # unless told otherwise.
+        self._cpu_params_batch = cpu_params if cpu_params_batch is None else cpu_params_batch
         model._ensure_alive()
         self.vocab_only = model.vocab_only
         if self.vocab_only and samplers:
@@ -306,17 +329,25 @@ cdef class LlamaContext(ViewOwner):
         """
         if _tp_new == NULL or _tp_free == NULL:
             return 0  # a build whose CPU backend lacks them: llama.cpp's per-decode threads
-        cdef ggml_threadpool_params params = ggml_threadpool_params_default(n_threads)
-        cdef ggml_threadpool_t tp = _tp_new(&params)
-        cdef ggml_threadpool_t tp_batch = tp
-        if tp == NULL:
-            raise MemoryError("ggml_threadpool_new failed")
-        if n_threads_batch != n_threads:
-            params = ggml_threadpool_params_default(n_threads_batch)
-            tp_batch = _tp_new(&params)
+        cdef ggml_threadpool_params params, params_batch
+        _threadpool_params(&params, n_threads, self._cpu_params)
+        _threadpool_params(&params_batch, n_threads_batch, self._cpu_params_batch)
+        cdef ggml_threadpool_t tp_batch = NULL
+        cdef ggml_threadpool_t tp
+        # common_threadpools::init: one pool unless the two differ; then the batch pool
+        # runs first and the generation pool starts paused.
+        if not ggml_threadpool_params_match(&params, &params_batch):
+            tp_batch = _tp_new(&params_batch)
             if tp_batch == NULL:
-                _tp_free(tp)
                 raise MemoryError("ggml_threadpool_new failed")
+            params.paused = True
+        tp = _tp_new(&params)
+        if tp == NULL:
+            if tp_batch != NULL:
+                _tp_free(tp_batch)
+            raise MemoryError("ggml_threadpool_new failed")
+        if tp_batch == NULL:
+            tp_batch = tp
         c.llama_attach_threadpool(self.ptr, tp, tp_batch)
         # The CPU backend still points at the pools it ran last, and pauses them when the
         # next decode switches (AddressSanitizer caught that read after a free): retire
@@ -978,19 +1009,20 @@ cdef class LlamaContext(ViewOwner):
         return 0
 
     def set_control_vector(self, data, int il_start=1, il_end=None):
-        """Add a control vector: ``data`` is ``(n_layers, n_embd)``, row 0 for layer 1.
+        """Add a control vector: ``data`` is ``(layers, n_embd)``, row 0 for layer 1
+        (:func:`~llama_cy.load_control_vectors` reads llama.cpp's files).
 
-        It applies to layers ``il_start..il_end`` (inclusive; default: all rows given).
+        It applies to layers ``il_start..il_end`` (inclusive; default: all rows given). As
+        in llama.cpp, rows past the model's last layer are not used, and layers in the
+        range without a row add nothing.
         """
         self._ensure_weights()
         cdef const float[:, ::1] d = np.ascontiguousarray(data, dtype=np.float32)
         if d.shape[1] != self.model.n_embd:
             raise ValueError(f"control vector rows must have n_embd={self.model.n_embd} values")
-        if d.shape[0] == 0 or d.shape[0] > self.model.n_layer:
-            raise ValueError(f"control vector needs 1 to {self.model.n_layer} rows")
+        if d.shape[0] == 0:
+            raise ValueError("a control vector needs at least one row")
         cdef int end = d.shape[0] if il_end is None else il_end
-        if not 1 <= il_start <= end <= d.shape[0]:
-            raise ValueError(f"layer range [{il_start}, {end}] must lie within [1, {d.shape[0]}]")
         self._lock_acquire()
         rc = c.llama_set_adapter_cvec(self.ptr, &d[0, 0], d.shape[0] * d.shape[1], d.shape[1], il_start, end)
         self._lock_release()

@@ -11,6 +11,7 @@ from llama_cy._vocab import LlamaVocab
 
 _Path = str | PathLike[str]
 _SplitMode = Literal["none", "layer", "row", "tensor"]
+_LoadMode = Literal["auto", "none", "mmap", "mlock", "mmap+mlock", "dio"]
 _Tokens = Sequence[int] | npt.NDArray[np.integer[Any]]
 
 def default_gpu_layers() -> int: ...
@@ -41,6 +42,10 @@ class LlamaModel(LlamaVocab):
         progress: Callable[[float], bool | None] | None = None,
         rpc_servers: str | Sequence[str] | None = None,
         use_extra_bufts: bool = True,
+        tensor_overrides: Iterable[tuple[str, str]] | None = None,
+        load_mode: _LoadMode | None = None,
+        lazy_mode: Literal["off", "auto", "on"] = "auto",
+        no_host: bool = False,
     ) -> LlamaModel: ...
     @staticmethod
     def load_splits(
@@ -58,6 +63,11 @@ class LlamaModel(LlamaVocab):
         devices: Sequence[Device] | None = None,
         progress: Callable[[float], bool | None] | None = None,
         rpc_servers: str | Sequence[str] | None = None,
+        use_extra_bufts: bool = True,
+        tensor_overrides: Iterable[tuple[str, str]] | None = None,
+        load_mode: _LoadMode | None = None,
+        lazy_mode: Literal["off", "auto", "on"] = "auto",
+        no_host: bool = False,
     ) -> LlamaModel: ...
     @staticmethod
     def from_metadata(
@@ -72,6 +82,8 @@ class LlamaModel(LlamaVocab):
     def save(self, path: _Path) -> None: ...
     @property
     def address(self) -> int: ...
+    @property
+    def tensor_buffers(self) -> dict[str, str]: ...
     @property
     def metadata(self) -> dict[str, str]: ...
     def meta_val(self, key: str) -> str | None: ...

@@ -19,6 +19,9 @@ from llama_cy._c.gguf cimport gguf_context, gguf_init_empty, gguf_free
 from llama_cy._backend cimport Device
 from llama_cy._guard cimport init_from_user, last_abort, load_model
 from llama_cy._gguf cimport fill_gguf
+from llama_cy._placement cimport TensorOverrides
+
+from llama_cy._placement import tensor_buffers as _tensor_buffers
 
 from llama_cy.errors import ModelLoadError
 
@@ -27,6 +30,20 @@ cdef dict _SPLIT_MODES = {
     "layer": c.LLAMA_SPLIT_MODE_LAYER,
     "row": c.LLAMA_SPLIT_MODE_ROW,
     "tensor": c.LLAMA_SPLIT_MODE_TENSOR,
+}
+# llama-server's --load-mode and --lazy-mode values (common/arg.cpp).
+cdef dict _LOAD_MODES = {
+    "auto": c.LLAMA_LOAD_MODE_AUTO,
+    "none": c.LLAMA_LOAD_MODE_NONE,
+    "mmap": c.LLAMA_LOAD_MODE_MMAP,
+    "mlock": c.LLAMA_LOAD_MODE_MLOCK,
+    "mmap+mlock": c.LLAMA_LOAD_MODE_MMAP_MLOCK,
+    "dio": c.LLAMA_LOAD_MODE_DIRECT_IO,
+}
+cdef dict _LAZY_MODES = {
+    "off": c.LLAMA_LAZY_MODE_OFF,
+    "auto": c.LLAMA_LAZY_MODE_AUTO,
+    "on": c.LLAMA_LAZY_MODE_ON,
 }
 cdef dict _ROPE_TYPES = {
     c.LLAMA_ROPE_TYPE_NONE: "none",
@@ -102,7 +119,8 @@ cdef int _gpu_layers(n_gpu_layers) except? -2:
 
 cdef c.llama_model_params _model_params(
     int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
-    bint vocab_only, bint check_tensors, bint use_extra_bufts=True,
+    bint vocab_only, bint check_tensors, bint use_extra_bufts=True, str load_mode=None,
+    str lazy_mode="auto", bint no_host=False,
 ) except *:
     cdef c.llama_model_params p = c.llama_model_default_params()
     p.n_gpu_layers = n_gpu_layers
@@ -111,7 +129,13 @@ cdef c.llama_model_params _model_params(
     except KeyError:
         raise ValueError(f"unknown split_mode {split_mode!r}; expected one of {sorted(_SPLIT_MODES)}") from None
     p.main_gpu = main_gpu
-    if use_mmap and use_mlock:
+    if load_mode is not None:
+        try:
+            p.load_mode = _LOAD_MODES[load_mode]
+        except KeyError:
+            raise ValueError(f"unknown load_mode {load_mode!r}; expected one of "
+                             f"{sorted(_LOAD_MODES)}") from None
+    elif use_mmap and use_mlock:
         p.load_mode = c.LLAMA_LOAD_MODE_MMAP_MLOCK
     elif use_mmap:
         p.load_mode = c.LLAMA_LOAD_MODE_MMAP
@@ -122,6 +146,12 @@ cdef c.llama_model_params _model_params(
     p.vocab_only = vocab_only
     p.check_tensors = check_tensors
     p.use_extra_bufts = use_extra_bufts
+    p.no_host = no_host
+    try:
+        p.lazy_mode = _LAZY_MODES[lazy_mode]
+    except KeyError:
+        raise ValueError(f"unknown lazy_mode {lazy_mode!r}; expected one of "
+                         f"{sorted(_LAZY_MODES)}") from None
     return p
 
 
@@ -137,13 +167,15 @@ cdef class _LoadBuffers:
     cdef c.llama_model_kv_override *kv
     cdef float *tensor_split
     cdef ggml_backend_dev_t *devices
+    cdef TensorOverrides overrides
 
     def __dealloc__(self):
         free(self.kv)
         free(self.tensor_split)
         free(self.devices)
 
-    cdef int fill(self, c.llama_model_params *p, kv_overrides, tensor_split, devices) except -1:
+    cdef int fill(self, c.llama_model_params *p, kv_overrides, tensor_split, devices,
+                  tensor_overrides=None) except -1:
         cdef Py_ssize_t i
         cdef c.llama_model_kv_override *o
         if kv_overrides:
@@ -185,6 +217,9 @@ cdef class _LoadBuffers:
                     raise TypeError("devices must be llama_cy.Device objects (from llama_cy.devices())")
                 self.devices[i] = (<Device>d).dev
             p.devices = self.devices
+        if tensor_overrides:
+            self.overrides = TensorOverrides(tensor_overrides)
+            p.tensor_buft_overrides = self.overrides.array
         return 0
 
 
@@ -206,7 +241,9 @@ cdef str _read_str(int32_t (*getter)(const c.llama_model *, int32_t, char *, siz
 
 cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu, tensor_split,
                       bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
-                      kv_overrides, devices, progress, bint use_extra_bufts=True):
+                      kv_overrides, devices, progress, bint use_extra_bufts=True,
+                      tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
+                      bint no_host=False):
     """What load() and load_splits() share: the checks, the parameters, the nogil load."""
     for p in paths:
         if not os.path.isfile(p):
@@ -215,9 +252,9 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
             raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
     cdef c.llama_model_params params = _model_params(
         n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors,
-        use_extra_bufts)
+        use_extra_bufts, load_mode, lazy_mode, no_host)
     cdef _LoadBuffers buffers = _LoadBuffers()
-    buffers.fill(&params, kv_overrides, tensor_split, devices)
+    buffers.fill(&params, kv_overrides, tensor_split, devices, tensor_overrides)
     cdef _Callback cb = None
     if progress is not None:
         cb = _Callback(progress)
@@ -319,7 +356,9 @@ cdef class LlamaModel(LlamaVocab):
     def load(path, *, n_gpu_layers=None, str split_mode="layer", int main_gpu=0,
              tensor_split=None, bint use_mmap=True, bint use_mlock=False,
              bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
-             devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True):
+             devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True,
+             tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
+             bint no_host=False):
         """Load a GGUF file (or the first file of a ``-00001-of-0000N.gguf`` split set).
 
         ``progress(fraction) -> bool | None`` is called during the load; returning
@@ -330,23 +369,37 @@ cdef class LlamaModel(LlamaVocab):
         ``use_extra_bufts=False`` keeps weights out of the CPU backend's repacked layouts
         (llama-cli's ``--no-repack``). ``n_gpu_layers`` (-1: all) defaults to
         :func:`default_gpu_layers`: 0 unless ``$LLAMA_CY_N_GPU_LAYERS`` says.
+
+        ``tensor_overrides`` (llama-server's ``-ot``) places the weights whose names a
+        pattern finds (``std::regex``, first match wins) in a buffer type of
+        :func:`~llama_cy.buffer_types`, e.g. ``[("_exps", "CPU")]`` keeps the
+        experts of a MoE model on the CPU while ``n_gpu_layers`` offloads the rest;
+        :attr:`tensor_buffers` shows where each weight went. ``load_mode`` (llama-server's
+        ``--load-mode``: ``auto``, ``none``, ``mmap``, ``mlock``, ``mmap+mlock``, ``dio``)
+        replaces ``use_mmap``/``use_mlock`` when given; ``lazy_mode`` and ``no_host`` are
+        llama-server's ``--lazy-mode`` and ``--no-host``.
         """
         return _load([path], _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts)
+                     kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts,
+                     tensor_overrides, load_mode, lazy_mode, no_host)
 
     @staticmethod
     def load_splits(paths, *, n_gpu_layers=None, str split_mode="layer", int main_gpu=0,
                     tensor_split=None, bint use_mmap=True, bint use_mlock=False,
                     bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
-                    devices=None, progress=None, rpc_servers=None):
-        """Load a model split over several files with any naming, given in order."""
+                    devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True,
+                    tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
+                    bint no_host=False):
+        """Load a model split over several files with any naming, given in order (the
+        keywords are :meth:`load`'s)."""
         paths = list(paths)
         if not paths:
             raise ValueError("load_splits needs at least one path")
         return _load(paths, _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
-                     kv_overrides, _rpc_devices(devices, rpc_servers), progress)
+                     kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts,
+                     tensor_overrides, load_mode, lazy_mode, no_host)
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, n_gpu_layers=None,
@@ -413,6 +466,14 @@ cdef class LlamaModel(LlamaVocab):
         ``llama_cpp.llama_cpp``). It stays valid while this object is open."""
         self._ensure_alive()
         return <size_t>self.ptr
+
+    @property
+    def tensor_buffers(self):
+        """``{weight name: buffer type}``: where llama.cpp placed each weight (``CPU``,
+        ``CPU_Mapped`` for a mapped file, ``CUDA0``, an RPC server's, ...), as its loader
+        logs them."""
+        self._ensure_alive()
+        return _tensor_buffers(<size_t>self.ptr)
 
     @property
     def metadata(self):

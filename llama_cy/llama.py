@@ -31,6 +31,7 @@ from llama_cy.aio import in_thread
 from llama_cy.chat import ChatParser, ChatTemplate
 from llama_cy.chat_handlers import MtmdChatHandler
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
+from llama_cy.cpu_params import CpuParams
 from llama_cy.embedding import Embedder
 from llama_cy.errors import BusyError, ClosedError
 from llama_cy.generation import Job, KVSequence, StoppingCriteria, run
@@ -105,6 +106,12 @@ class Llama:
     A second question about the same image reuses its cached tokens: nothing is encoded
     again.
 
+    ``tensor_overrides`` (llama-server's ``-ot``: ``[(pattern, buffer type)]``) places
+    the weights a pattern finds, e.g. a MoE model's experts on the CPU while
+    ``n_gpu_layers`` offloads the rest (:meth:`LlamaModel.load`). ``cpu_params`` and
+    ``cpu_params_batch`` (:class:`~llama_cy.CpuParams`) pin the generation and batch
+    thread pools to CPUs, with llama-server's ``-C``/``--prio``/``--poll`` settings.
+
     One call runs at a time: a second thread waits for the first. A stream holds the
     object until it is exhausted or closed.
     """
@@ -129,6 +136,7 @@ class Llama:
         progress: Callable[[float], bool | None] | None = None,
         rpc_servers: str | Sequence[str] | None = None,
         numa: bool | int = False,
+        tensor_overrides: Sequence[tuple[str, str]] | None = None,
         **params: Any,
     ) -> None:
         self._model_owned = True
@@ -147,6 +155,7 @@ class Llama:
             kv_overrides=kv_overrides,
             progress=progress,
             rpc_servers=rpc_servers,
+            tensor_overrides=tensor_overrides,
         )
         try:
             self._setup(**params)
@@ -175,6 +184,8 @@ class Llama:
         n_ubatch: int | None = None,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
+        cpu_params: CpuParams | None = None,
+        cpu_params_batch: CpuParams | None = None,
         n_seq_max: int | None = None,
         seed: int | None = None,
         embedding: bool = False,
@@ -244,6 +255,8 @@ class Llama:
             kv_unified=True if embedding else None,
             n_threads=n_threads,
             n_threads_batch=n_threads_batch,
+            cpu_params=cpu_params,
+            cpu_params_batch=cpu_params_batch,
             embeddings=embedding,
             pooling_type=pooling_type,
             attention_type=attention_type,

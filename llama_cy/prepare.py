@@ -24,7 +24,7 @@ from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.generation import Job, Media, StoppingCriteria
 from llama_cy.grammar import check_schema
 from llama_cy.media import MediaSource, extract_media, has_media
-from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams
+from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams, sampler_types
 from llama_cy.sampling_settings import Profile, check, defaults
 
 __all__ = ["CHAT_POSITIONAL", "COMPLETION_POSITIONAL", "Preparer", "positional"]
@@ -66,7 +66,9 @@ CHAT_POSITIONAL = (
 )
 
 # Keywords of llama-cpp-python's calls that are not sampling settings but shape the job.
-_STRUCTURED = frozenset(["seed", "grammar", "logit_bias", "logits_processor"])
+_STRUCTURED = frozenset(["seed", "grammar", "logit_bias", "logits_processor", "samplers"])
+# What else ``overrides`` may set: llama-server's --grammar/-j, -l and --samplers.
+_DEFAULTABLE = frozenset(["grammar", "logit_bias", "samplers"])
 # llama-cpp-python's tfs_z: the sampler is gone from llama.cpp, and 1.0 is "off".
 _REMOVED = {"tfs_z": 1.0}
 
@@ -149,9 +151,11 @@ class Preparer:
         self.seed = None if seed is None or seed < 0 else seed
         self.overrides = dict(overrides or {})
         check(self.overrides)
-        unknown = set(self.overrides) - set(defaults("server"))
+        unknown = set(self.overrides) - set(defaults("server")) - _DEFAULTABLE
         if unknown:
             raise ValueError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
+        if self.overrides.get("samplers") is not None:
+            self.overrides["samplers"] = sampler_types(self.overrides["samplers"])
         self.mtmd = mtmd
         self.media_source = media_source if media_source is not None else MediaSource()
         self._template: ChatTemplate | None = None
@@ -214,6 +218,8 @@ class Preparer:
             given["logits_processor"] = _callables(given["logits_processor"])
         if "dry_sequence_breakers" in given:
             given["dry_sequence_breakers"] = tuple(given["dry_sequence_breakers"])
+        if "samplers" in given:
+            given["samplers"] = sampler_types(given["samplers"])
         return SamplingParams(**{**base, **given, "seed": seed})
 
     def _profile(self, chat: bool) -> Profile:

@@ -1,13 +1,15 @@
 """Sampling parameters (llama-cpp-python's names) and the llama.cpp sampler chain they make.
 
 The chain follows llama.cpp's common sampler: logit bias, penalties, DRY, top-n-sigma,
-top-k, typical, top-p, min-p, XTC, temperature, then the draw (or mirostat). A grammar
+top-k, typical, top-p, min-p, XTC, temperature, then the draw (or mirostat); or the
+order ``samplers`` gives, as llama-server's ``--samplers`` and request field. A grammar
 is kept outside the chain and consulted only when the chain's pick breaks it, as
 llama.cpp does, so a constrained step usually costs no more than a free one.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +25,60 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.sampling_settings import check, defaults
 
-__all__ = ["LlamaGrammar", "LogitsProcessor", "SamplingParams", "build_sampler"]
+__all__ = [
+    "SAMPLER_TYPES",
+    "LlamaGrammar",
+    "LogitsProcessor",
+    "SamplingParams",
+    "build_sampler",
+    "sampler_types",
+]
+
+_log = logging.getLogger("llama_cy")
+
+#: llama.cpp's sampler types (``common_sampler_type``) by name, with each one's
+#: ``--sampler-seq`` letter; the default order is llama.cpp's.
+SAMPLER_TYPES: dict[str, str] = {
+    "penalties": "e",
+    "dry": "d",
+    "top_n_sigma": "s",
+    "top_k": "k",
+    "typ_p": "y",
+    "top_p": "p",
+    "min_p": "m",
+    "xtc": "x",
+    "temperature": "t",
+    "infill": "i",
+    "adaptive_p": "a",
+}
+DEFAULT_SAMPLERS = tuple(SAMPLER_TYPES)[:9]
+# common_sampler_types_from_names' spellings: kebab-case and undashed forms of the
+# names with an underscore, and three more.
+_SAMPLER_NAMES: dict[str, str] = {
+    **{n.replace("_", sep): n for n in SAMPLER_TYPES if "_" in n for sep in ("-", "")},
+    "nucleus": "top_p",
+    "temp": "temperature",
+    "typ": "typ_p",
+    **{n: n for n in SAMPLER_TYPES},
+}
+_SAMPLER_CHARS = {ch: n for n, ch in SAMPLER_TYPES.items()}
+
+
+def sampler_types(value: str | Sequence[str]) -> tuple[str, ...]:
+    """llama.cpp's reading of a sampler order: a list of names (any case, with its
+    aliases) or a string of ``--sampler-seq`` letters. As llama.cpp, an unknown name or
+    letter is skipped with a warning."""
+    if isinstance(value, str):
+        pairs = [(ch, _SAMPLER_CHARS.get(ch)) for ch in value]
+    else:
+        if not all(isinstance(x, str) for x in value):
+            raise ValueError("samplers must be a string of letters or a list of names")
+        pairs = [(x, _SAMPLER_NAMES.get(x.lower())) for x in value]
+    for given, name in pairs:
+        if name is None:
+            _log.warning("unable to match sampler %r: skipped", given)
+    return tuple(name for _, name in pairs if name is not None)
+
 
 #: llama-cpp-python's ``logits_processor``: (tokens so far, scores) -> new scores.
 LogitsProcessor = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], npt.NDArray[np.single]]
@@ -135,9 +190,18 @@ class SamplingParams:
     logit_bias: Mapping[int, float] | None = None
     grammar: LlamaGrammar | str | None = None
     logits_processor: Sequence[LogitsProcessor] = field(default_factory=tuple)
+    #: the chain's order, names of :data:`SAMPLER_TYPES` (None: llama.cpp's default)
+    samplers: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         check({name: getattr(self, name) for name in _D})
+        if self.samplers is not None:
+            bad = [x for x in self.samplers if x not in SAMPLER_TYPES]
+            if isinstance(self.samplers, str) or bad:
+                raise ValueError(
+                    f"samplers must be names of {', '.join(SAMPLER_TYPES)} "
+                    "(sampler_types() reads llama.cpp's other spellings)"
+                )
         if self.seed is not None and not 0 <= self.seed < 2**32:
             raise ValueError(f"seed must be in [0, 2**32) or None (random), got {self.seed}")
 
@@ -242,7 +306,9 @@ def build_sampler(
                 p.dry_sequence_breakers,
             )
         )
-    if p.temperature <= 0.0:
+    if p.samplers is not None and p.mirostat_mode == 0:
+        chain += _ordered(model, p, seed, n_ctx)
+    elif p.temperature <= 0.0:
         chain.append(LlamaSampler.greedy())
     elif p.mirostat_mode == 1:
         chain.append(LlamaSampler.temp(p.temperature))
@@ -284,3 +350,57 @@ def build_sampler(
             for token in _prefill_tokens(model, g.prefill):
                 grammar.accept(token)
     return LlamaSampler.chain(chain, no_perf=True), grammar
+
+
+def _ordered(model: LlamaModel, p: SamplingParams, seed: int, n_ctx: int) -> list[LlamaSampler]:
+    """``p.samplers``' stages in their order, then the draw: common_sampler_init's loop,
+    where a stage is added whatever its setting (a stage at its neutral value passes
+    the candidates through) and the temperature applies only if listed."""
+    n_vocab = model.n_vocab
+    stages: list[LlamaSampler] = []
+    for name in p.samplers or ():
+        if name == "penalties":
+            stages.append(
+                LlamaSampler.penalties(
+                    n_vocab,
+                    _window("penalty_last_n", p.penalty_last_n, n_ctx),
+                    p.repeat_penalty,
+                    p.frequency_penalty,
+                    p.presence_penalty,
+                )
+            )
+        elif name == "dry":
+            stages.append(
+                LlamaSampler.dry(
+                    model,
+                    p.dry_multiplier,
+                    p.dry_base,
+                    p.dry_allowed_length,
+                    _window("dry_penalty_last_n", p.dry_penalty_last_n, n_ctx),
+                    p.dry_sequence_breakers,
+                )
+            )
+        elif name == "top_n_sigma":
+            stages.append(LlamaSampler.top_n_sigma(p.top_n_sigma))
+        elif name == "top_k":
+            stages.append(LlamaSampler.top_k(p.top_k))
+        elif name == "typ_p":
+            stages.append(LlamaSampler.typical(p.typical_p, 0))  # min_keep: common's 0
+        elif name == "top_p":
+            stages.append(LlamaSampler.top_p(p.top_p, 0))
+        elif name == "min_p":
+            stages.append(LlamaSampler.min_p(p.min_p, 0))
+        elif name == "xtc":
+            stages.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, 0, seed))
+        elif name == "temperature":
+            stages.append(
+                LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent)
+            )
+        elif name == "infill":
+            stages.append(LlamaSampler.infill(model))
+    if "adaptive_p" in (p.samplers or ()):
+        # llama.cpp's defaults: the request fields that set them are not taken here.
+        stages.append(LlamaSampler.adaptive_p(-1.0, 0.9, seed))
+    else:
+        stages.append(LlamaSampler.dist(seed))
+    return stages

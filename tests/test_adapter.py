@@ -95,5 +95,12 @@ def test_control_vector(tiny: lc.LlamaModel) -> None:
     np.testing.assert_allclose(last_logits(ctx, tokens), base, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="n_embd"):
         ctx.set_control_vector(np.zeros((tiny.n_layer, tiny.n_embd + 1), np.float32))
-    with pytest.raises(ValueError, match="layer range"):
-        ctx.set_control_vector(vec, il_start=0)
+    # As llama.cpp: layer 0 has no control vector, a range past the model's layers
+    # steers nothing, and rows past its last layer are not used.
+    assert tiny.n_layer == 2  # layer 1 is the only one steered
+    ctx.set_control_vector(vec, il_start=0, il_end=1)
+    np.testing.assert_allclose(last_logits(ctx, tokens), steered, rtol=1e-5, atol=1e-5)
+    ctx.set_control_vector(vec, il_start=2, il_end=5)
+    np.testing.assert_allclose(last_logits(ctx, tokens), base, rtol=1e-5, atol=1e-5)
+    ctx.set_control_vector(np.vstack([vec, vec]), il_end=tiny.n_layer)
+    np.testing.assert_allclose(last_logits(ctx, tokens), steered, rtol=1e-5, atol=1e-5)

@@ -8,7 +8,16 @@ import statistics
 import time
 from collections.abc import Callable
 
-from llama_cy.cli.common import Bar, flash, model_path, threads, verbose
+from llama_cy.cli.common import (
+    Bar,
+    cpu_params,
+    flash,
+    model_path,
+    set_priority,
+    tensor_overrides,
+    threads,
+    verbose,
+)
 
 __all__ = ["main"]
 
@@ -31,8 +40,13 @@ def main(args: argparse.Namespace) -> int:
     n_threads = threads(args.threads) or default_n_threads()
     rng = np.random.default_rng(0)
     rows = []
+    set_priority(args)
     loaded = LlamaModel.load(
-        path, n_gpu_layers=args.n_gpu_layers, progress=Bar("loading"), rpc_servers=args.rpc
+        path,
+        n_gpu_layers=args.n_gpu_layers,
+        progress=Bar("loading"),
+        rpc_servers=args.rpc,
+        tensor_overrides=tensor_overrides(args.tensor_overrides),
     )
     with loaded as model:
         n_ctx = max([*pps, *tgs, 1]) + 1
@@ -42,7 +56,9 @@ def main(args: argparse.Namespace) -> int:
             n_batch=args.batch_size,
             n_ubatch=args.ubatch_size,
             n_threads=n_threads,
+            n_threads_batch=threads(args.threads_batch),
             flash_attn=flash(args.flash_attn),
+            **cpu_params(args),
         )
         batch = LlamaBatch(args.batch_size)
 

@@ -9,7 +9,14 @@ import base64
 import sys
 from typing import Any
 
-from llama_cy.cli.common import chat_template, llama, read_media, sampling, verbose
+from llama_cy.cli.common import (
+    chat_template,
+    llama,
+    read_media,
+    sampling,
+    set_priority,
+    verbose,
+)
 
 __all__ = ["main"]
 
@@ -17,6 +24,7 @@ __all__ = ["main"]
 def main(args: argparse.Namespace) -> int:
     verbose(args.verbose)
     tty = sys.stdin.isatty()
+    set_priority(args)
     with llama(args, **chat_template(args)) as llm:
         history: list[dict[str, Any]] = []
         if args.system_prompt:
@@ -31,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
                 ),
                 file=sys.stderr,
             )
-        params = sampling(args)
+        params = sampling(args, llm.model)
         pending: list[dict[str, Any]] = []  # media parts for the next message
         while True:
             if tty:

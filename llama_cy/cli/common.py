@@ -4,24 +4,32 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from typing import Any
 
+from llama_cy.cpu_params import CpuParams, parse_cpu_mask, parse_cpu_range, set_process_priority
 from llama_cy.flags.parser import sampling_values
 
 __all__ = [
     "Bar",
     "chat_template",
+    "cpu_params",
+    "eog_bias",
     "flash",
+    "grammar",
     "llama",
     "model_path",
     "mtmd",
     "read_media",
+    "samplers",
     "sampling",
+    "set_priority",
     "speculative",
     "split",
+    "tensor_overrides",
     "threads",
     "timings_line",
     "verbose",
@@ -129,22 +137,95 @@ def chat_template(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def sampling(args: argparse.Namespace) -> dict[str, Any]:
-    grammar = args.grammar
-    if args.grammar_file:
-        with open(args.grammar_file, encoding="utf-8") as f:
-            grammar = f.read()
-    if args.json_schema:
-        from llama_cy.grammar import json_schema_to_grammar
+def grammar(args: argparse.Namespace) -> str | None:
+    """The grammar of --grammar, --grammar-file, -j and -jf: the last one given, as in
+    llama.cpp, where each replaces the one before."""
+    from llama_cy.grammar import json_schema_to_grammar
 
-        grammar = json_schema_to_grammar(args.json_schema)
-    return {
+    text = None
+    for dest, value in args.grammar_sources or ():
+        if dest in ("grammar_file", "json_schema_file"):
+            try:
+                with open(value, encoding="utf-8") as f:
+                    value = f.read()
+            except OSError as e:
+                raise SystemExit(f"llama-cy: cannot read {value!r}: {e.strerror}") from None
+        if dest in ("grammar", "grammar_file"):
+            text = value
+            continue
+        try:
+            text = json_schema_to_grammar(json.loads(value))
+        except ValueError as e:
+            raise SystemExit(f"llama-cy: --{dest.replace('_', '-')}: {e}") from None
+    return text
+
+
+def samplers(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The sampler order of --samplers (names separated by ';') or --sampler-seq
+    (letters): the last one given."""
+    from llama_cy.sampling import sampler_types
+
+    order = None
+    for dest, value in args.sampler_order or ():
+        order = sampler_types(value.split(";") if dest == "samplers" else value)
+    return order
+
+
+def eog_bias(model: Any) -> dict[int, float]:
+    """--ignore-eos: every end-of-generation token biased to never (llama.cpp's
+    ``logit_bias_eog``)."""
+    return {t: float("-inf") for t in range(model.n_vocab) if model.is_eog(t)}
+
+
+def sampling(args: argparse.Namespace, model: Any) -> dict[str, Any]:
+    """The sampling keywords of a ``run`` or ``chat`` call on ``model``."""
+    out = {
         "max_tokens": args.n_predict if args.n_predict > 0 else None,
         "stop": args.reverse_prompt or None,
         "seed": args.seed if args.seed >= 0 else None,
         **sampling_values(args),
-        "grammar": grammar,
+        "grammar": grammar(args),
+        "samplers": samplers(args),
     }
+    if args.ignore_eos:
+        out["logit_bias"] = eog_bias(model)
+    return out
+
+
+def _cpu(args: argparse.Namespace, suffix: str) -> CpuParams:
+    """One pool's -C/-Cr/--cpu-strict/--prio/--poll (``suffix``: "" or "_batch")."""
+    mask = None
+    try:
+        if getattr(args, f"cpu_mask{suffix}") is not None:
+            mask = parse_cpu_mask(getattr(args, f"cpu_mask{suffix}"))
+        if getattr(args, f"cpu_range{suffix}") is not None:
+            mask = (mask or frozenset()) | parse_cpu_range(getattr(args, f"cpu_range{suffix}"))
+    except ValueError as e:
+        raise SystemExit(f"llama-cy: {e}") from None
+    return CpuParams(
+        cpumask=mask,
+        priority=getattr(args, f"prio{suffix}"),
+        strict_cpu=bool(getattr(args, f"cpu_strict{suffix}")),
+        poll=getattr(args, f"poll{suffix}"),
+    )
+
+
+def cpu_params(args: argparse.Namespace) -> dict[str, CpuParams | None]:
+    """``LlamaContext``'s ``cpu_params``/``cpu_params_batch`` (None where the flags ask
+    for llama.cpp's defaults). As llama.cpp's ``postprocess_cpu_params``: without
+    ``-tb`` the batch threads take the generation threads' placement, and the
+    ``-batch`` flags go unused."""
+    main = _cpu(args, "")
+    batch = _cpu(args, "_batch") if args.threads_batch is not None else main
+    return {
+        "cpu_params": None if main == CpuParams() else main,
+        "cpu_params_batch": None if batch == CpuParams() else batch,
+    }
+
+
+def set_priority(args: argparse.Namespace) -> None:
+    """--prio also sets the process's priority, as llama.cpp's tools do at start."""
+    set_process_priority(args.prio)
 
 
 def flash(value: str) -> bool | None:
@@ -175,16 +256,45 @@ def llama(args: argparse.Namespace, **extra: Any) -> Any:
         path,
         n_ctx=args.ctx_size,
         n_threads=threads(args.threads),
+        n_threads_batch=threads(args.threads_batch),
         n_gpu_layers=args.n_gpu_layers,
         n_batch=args.batch_size,
         n_ubatch=args.ubatch_size,
         flash_attn=flash(args.flash_attn),
         progress=Bar(f"loading {os.path.basename(path)}"),
         rpc_servers=args.rpc,
+        tensor_overrides=tensor_overrides(args.tensor_overrides),
+        **cpu_params(args),
         **speculative(args),
         **mtmd(args),
         **extra,
     )
+
+
+def tensor_overrides(entries: Any) -> list[tuple[str, str]] | None:
+    """``LlamaModel.load``'s ``tensor_overrides`` from -ot, --cpu-moe, --n-cpu-moe and
+    --n-cpu-ffn (or their draft kin), in the order given: the first pattern that finds
+    a weight places it."""
+    from llama_cy._placement import FFN_DENSE_REGEX, FFN_EXPS_REGEX, n_cpu_overrides
+
+    out: list[tuple[str, str]] = []
+    for dest, value in entries or ():
+        kind = dest.removesuffix("_draft")
+        if kind == "override_tensor":
+            for item in value.split(","):
+                pattern, eq, buft = item.partition("=")
+                if not eq:
+                    raise SystemExit(
+                        f"llama-cy: --override-tensor: expected PATTERN=BUFFER_TYPE, not {item!r}"
+                    )
+                out.append((pattern, buft))
+        elif kind == "cpu_moe":
+            out.append((FFN_EXPS_REGEX, "CPU"))
+        else:
+            out += n_cpu_overrides(
+                value, FFN_EXPS_REGEX if kind == "n_cpu_moe" else FFN_DENSE_REGEX
+            )
+    return out or None
 
 
 def timings_line(t: Any) -> str:

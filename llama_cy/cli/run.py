@@ -7,7 +7,7 @@ import argparse
 import re
 import sys
 
-from llama_cy.cli.common import llama, read_media, sampling, timings_line, verbose
+from llama_cy.cli.common import llama, read_media, sampling, set_priority, timings_line, verbose
 
 __all__ = ["main", "process_escapes"]
 
@@ -41,6 +41,7 @@ def main(args: argparse.Namespace) -> int:
         raise SystemExit("llama-cy run: give a prompt with -p TEXT or -f FILE (or on stdin)")
     if args.escape:
         prompt = process_escapes(prompt)
+    set_priority(args)
     with llama(args) as llm:
         if args.display_prompt:
             sys.stdout.write(prompt)
@@ -54,9 +55,11 @@ def main(args: argparse.Namespace) -> int:
             if marker not in prompt:
                 prompt = marker * len(files) + prompt
             tokens, media = llm.preparer.media_prompt(prompt, llm.preparer.bitmaps(files))
-            chunks = llm.generate(llm.preparer.completion(tokens, media=media, **sampling(args)))
+            chunks = llm.generate(
+                llm.preparer.completion(tokens, media=media, **sampling(args, llm.model))
+            )
         else:
-            chunks = llm.stream(prompt, **sampling(args))
+            chunks = llm.stream(prompt, **sampling(args, llm.model))
         for chunk in chunks:
             sys.stdout.write(chunk.text)
             sys.stdout.flush()

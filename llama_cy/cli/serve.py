@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import Sequence
 
-from llama_cy.cli.common import Bar, model_path
+from llama_cy.cli.common import Bar, model_path, set_priority
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 
 __all__ = ["check_flags", "main"]
@@ -113,6 +113,7 @@ def main(args: argparse.Namespace) -> int:
         numa_init(args.numa)
     path = model_path(args.model)
     settings = settings_from_args(args, path)
+    set_priority(args)
     serve(
         settings,
         args.host,

@@ -10,7 +10,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from llama_cy.cli.common import chat_template, flash, split, threads
+from llama_cy.cli.common import (
+    chat_template,
+    cpu_params,
+    flash,
+    grammar,
+    samplers,
+    split,
+    tensor_overrides,
+    threads,
+)
 from llama_cy.flags.parser import sampling_values
 from llama_cy.server.settings import ServerSettings
 
@@ -86,14 +95,22 @@ def _api_keys(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _load_mode(mode: str) -> dict[str, bool]:
-    return {
-        "auto": {"use_mmap": True, "use_mlock": False},
-        "none": {"use_mmap": False, "use_mlock": False},
-        "mmap": {"use_mmap": True, "use_mlock": False},
-        "mlock": {"use_mmap": False, "use_mlock": True},
-        "mmap+mlock": {"use_mmap": True, "use_mlock": True},
-    }[mode]
+def _control_vectors(
+    plain: Sequence[str] | None, scaled: Sequence[str] | None
+) -> tuple[tuple[str, float], ...]:
+    """--control-vector FNAME,... (strength 1) and --control-vector-scaled FNAME:SCALE,..."""
+    out = [(p, 1.0) for v in plain or () for p in split(v)]
+    for item in (x for v in scaled or () for x in split(v)):
+        parts = item.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            out.append((parts[0], float(parts[1])))
+        except ValueError:
+            raise SystemExit(
+                f"llama-cy serve: --control-vector-scaled: expected FNAME:SCALE, not {item!r}"
+            ) from None
+    return tuple(out)
 
 
 def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -141,6 +158,8 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
                 f"not {args.spec_synth_rates!r}"
             ) from None
     draft_context = {
+        # As llama-server b11434: the draft's context keeps the target's CPU placement.
+        **cpu_params(args),
         "type_k": args.cache_type_k_draft,
         "type_v": args.cache_type_v_draft,
         "n_threads": threads(args.threads_draft),
@@ -158,6 +177,9 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     bias = _logit_bias(args.logit_bias)
     if bias:
         sampling["logit_bias"] = bias
+    for key, value in (("grammar", grammar(args)), ("samplers", samplers(args))):
+        if value is not None:
+            sampling[key] = value
     context: dict[str, Any] = {
         "swa_full": args.swa_full or None,
         "no_perf": not args.perf,
@@ -173,6 +195,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         "type_k": args.cache_type_k,
         "type_v": args.cache_type_v,
         "op_offload": args.op_offload,
+        **cpu_params(args),
     }
     devices = None
     if args.device:
@@ -184,7 +207,10 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     # As llama-server: tools or MCP servers keep CORS to local origins unless told.
     cors_origins = args.cors_origins or ("localhost" if agentic else "*")
     load: dict[str, Any] = {
-        **_load_mode(args.load_mode),
+        "load_mode": args.load_mode,
+        "lazy_mode": args.lazy_mode,
+        "no_host": args.no_host,
+        "tensor_overrides": tensor_overrides(args.tensor_overrides),
         "split_mode": args.split_mode,
         "main_gpu": args.main_gpu,
         "tensor_split": tensor_split,
@@ -255,6 +281,21 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         speculative=_speculative(args),
         model_draft=args.model_draft,
         n_gpu_layers_draft=args.n_gpu_layers_draft,
+        load_draft={
+            "tensor_overrides": tensor_overrides(args.tensor_overrides_draft),
+            # -devd, else -dev's (common_base_params_to_speculative)
+            "devices": devices
+            if args.device_draft is None
+            else []
+            if args.device_draft == "none"
+            else list(split(args.device_draft)),
+        },
+        ignore_eos=args.ignore_eos,
+        reverse_prompt=tuple(args.reverse_prompt or ()),
+        control_vectors=_control_vectors(args.control_vector, args.control_vector_scaled),
+        control_vector_layer_range=(
+            tuple(args.control_vector_layer_range) if args.control_vector_layer_range else None
+        ),
         mmproj=args.mmproj,
         mmproj_offload=args.mmproj_offload,
         image_min_tokens=args.image_min_tokens,

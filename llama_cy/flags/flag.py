@@ -33,6 +33,7 @@ __all__ = [
     "non_negative",
     "on_off",
     "parallel",
+    "priority",
     "refused",
     "used",
 ]
@@ -77,6 +78,19 @@ def non_negative(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError("must be >= 0")
     return n
+
+
+def priority(lowest: int) -> Callable[[str], int]:
+    """A ``--prio`` value: ``lowest`` (-1 for --prio, 0 for its -batch and -draft kin)
+    to 3 (realtime), as llama.cpp checks them."""
+
+    def parse(value: str) -> int:
+        n = int(value)
+        if not lowest <= n <= 3:
+            raise argparse.ArgumentTypeError(f"must be {lowest} to 3")
+        return n
+
+    return parse
 
 
 def parallel(value: str) -> int:
@@ -126,6 +140,10 @@ class Flag:
     const: Any = None  #: the value when it is left out
     repeat: bool = False  #: may be given several times (values collect in a list)
     nargs: int | None = None  #: values after the flag, where more than one
+    #: values also collect, as ``(dest, value)`` in command-line order (after those from
+    #: the environment), in this shared list: flags whose order matters together
+    #: (``-ot``, ``--cpu-moe``, ``--n-cpu-moe``: the first pattern that matches wins)
+    collect: str | None = None
     note: str = ""  #: inert: why it is harmless here; refused: why it is not taken
     help: str = ""
 

@@ -33,8 +33,38 @@ def _default(flag: Flag) -> Any:
     return flag.default
 
 
+class _Collect(argparse.Action):
+    """Stores the flag's value as usual, and appends ``(dest, value)`` to the shared
+    list ``collect`` names."""
+
+    def __init__(self, *args: Any, collect: str, switch: bool, **kw: Any) -> None:
+        self.collect = collect
+        self.switch = switch
+        super().__init__(*args, nargs=0 if switch else None, **kw)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        value = True if self.switch else values
+        setattr(namespace, self.dest, value)
+        entries = list(getattr(namespace, self.collect, None) or [])
+        entries.append((self.dest, value))
+        setattr(namespace, self.collect, entries)
+
+
 def _add(group: Any, flag: Flag, help_text: str) -> None:
     default = _default(flag)
+    if flag.collect is not None:
+        kw = {"type": flag.type, "metavar": flag.metavar} if flag.metavar is not None else {}
+        group.add_argument(
+            *flag.names,
+            dest=flag.dest,
+            action=_Collect,
+            collect=flag.collect,
+            switch=flag.metavar is None,
+            default=default,
+            help=help_text,
+            **kw,
+        )
+        return
     if flag.metavar is None:
         group.add_argument(
             *flag.names, dest=flag.dest, action="store_true", default=default, help=help_text
@@ -80,6 +110,16 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
             _add(parser, flag, flag.help)
     if command in SAMPLING_COMMANDS:
         _add_sampling(parser, serving=command == "serve")
+    # A shared list starts with what the environment sets, in the table's order (llama.cpp
+    # applies its LLAMA_ARG_* variables before the command line).
+    collected: dict[str, list[tuple[str, Any]]] = {}
+    for flag in flags:
+        if flag.collect is not None:
+            entries = collected.setdefault(flag.collect, [])
+            value = _default(flag)
+            if flag.env and flag.env in os.environ and value not in (None, False):
+                entries.append((flag.dest, value))
+    parser.set_defaults(**collected)
 
 
 def _add_sampling(parser: argparse.ArgumentParser, serving: bool) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from llama_cy._adapter import LoraAdapter
+from llama_cy._adapter import LoraAdapter, load_control_vectors
 from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
@@ -33,7 +33,7 @@ from llama_cy.media import MediaSource
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine, RateWindow
 from llama_cy.server.schema import ApiError
-from llama_cy.server.settings import ServerSettings, load_model
+from llama_cy.server.settings import ServerSettings, load_model, load_model_draft
 
 __all__ = ["Endpoint", "RouteSpec", "Server"]
 
@@ -111,23 +111,38 @@ class Server:
         self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         if settings.embeddings or settings.reranking:
             ctx = LlamaContext(model, **context)
+            self._control_vectors(ctx)
             self.embedder = Embedder(ctx, LlamaBatch(ctx.n_batch))
         else:
             speculative = None
             if settings.speculative is not None:
                 speculative = dict(settings.speculative)
                 if settings.model_draft:
-                    self.draft_model = LlamaModel.load(
-                        settings.model_draft, n_gpu_layers=settings.n_gpu_layers_draft
-                    )
+                    self.draft_model = load_model_draft(settings)
                     speculative["draft_model"] = self.draft_model
             try:
                 self.engine = self._engine(speculative, context)
+                self._control_vectors(self.engine.ctx)
             except BaseException:
                 if self.draft_model is not None:
                     self.draft_model.close()
                     self.draft_model = None
                 raise
+
+    def _control_vectors(self, ctx: LlamaContext) -> None:
+        """--control-vector(-scaled) on the server's context, as llama-server sets them:
+        summed, over --control-vector-layer-range (a bound <= 0: the first or last
+        layer)."""
+        settings = self.settings
+        if not settings.control_vectors:
+            return
+        data = load_control_vectors(settings.control_vectors)
+        start, end = settings.control_vector_layer_range or (-1, -1)
+        ctx.set_control_vector(
+            data,
+            il_start=start if start > 0 else 1,
+            il_end=end if end > 0 else self.model.n_layer,
+        )
 
     def _engine(self, speculative: dict[str, Any] | None, context: dict[str, Any]) -> Engine:
         model, settings = self.model, self.settings

@@ -27,6 +27,7 @@ __all__ = [
     "read_converted_chat",
     "render_kwargs",
     "sampling",
+    "stop",
     "verbose",
 ]
 
@@ -37,6 +38,7 @@ SAMPLING_FIELDS: dict[str, str] = {
     "seed": "seed",
     "grammar": "grammar",
     "logit_bias": "logit_bias",
+    "samplers": "samplers",
 }
 
 
@@ -69,6 +71,16 @@ def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
         bias.update(dict.fromkeys(server.eog_tokens, float("-inf")))
         out["logit_bias"] = bias
     return out
+
+
+def stop(server: Server, body: Mapping[str, Any]) -> str | list[str] | None:
+    """The request's stop strings; where it gives none (no ``stop``, or only empty
+    strings), the server's -r ones, as llama-server falls back to its antiprompts."""
+    given = body.get("stop")
+    words = [given] if isinstance(given, str) else list(given or ())
+    if any(words):
+        return given  # type: ignore[no-any-return]
+    return list(server.settings.reverse_prompt) or given  # type: ignore[no-any-return]
 
 
 def lora_for(server: Server, value: Any) -> tuple[float, ...]:
@@ -112,7 +124,7 @@ def chat_kwargs(server: Server, body: dict[str, Any]) -> dict[str, Any]:
     return {
         **render_kwargs(body),
         "max_tokens": body.get("max_completion_tokens", body.get("max_tokens")),
-        "stop": body.get("stop"),
+        "stop": stop(server, body),
         "logprobs": body.get("logprobs"),
         "top_logprobs": body.get("top_logprobs"),
         # llama-server's names (and its alias)

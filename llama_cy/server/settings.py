@@ -8,11 +8,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llama_cy._backend import Device, devices
 from llama_cy._model import LlamaModel
 from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 
-__all__ = ["ServerSettings", "load_model"]
+__all__ = ["ServerSettings", "load_keywords", "load_model", "load_model_draft"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,16 @@ class ServerSettings:
     speculative: Mapping[str, Any] | None = None
     model_draft: str | None = None  #: -md: the draft model's file
     n_gpu_layers_draft: int = _flag("n_gpu_layers_draft")
+    #: extra keywords of the draft model's :meth:`~llama_cy.LlamaModel.load` (-otd, -devd)
+    load_draft: Mapping[str, Any] = field(default_factory=dict)
+    #: --ignore-eos: every end-of-generation token biased to -inf by default
+    ignore_eos: bool = _flag("ignore_eos")
+    #: -r: the stop strings of requests whose ``stop`` gives none
+    reverse_prompt: tuple[str, ...] = ()
+    #: --control-vector(-scaled): (file, strength) pairs, summed
+    control_vectors: tuple[tuple[str, float], ...] = ()
+    #: --control-vector-layer-range (None: every layer)
+    control_vector_layer_range: tuple[int, int] | None = None
     mmproj: str | None = _flag("mmproj")  #: --mmproj: a multimodal projector file
     mmproj_offload: bool = _flag("mmproj_offload")
     image_min_tokens: int = _flag("image_min_tokens")
@@ -144,8 +155,16 @@ class ServerSettings:
             chat_template_kwargs=kwargs,
             profile="server",
             seed=self.seed,
-            overrides=self.sampling,
+            overrides=self._sampling(model),
         )
+
+    def _sampling(self, model: LlamaModel) -> dict[str, Any]:
+        """The requests' default sampling: ``sampling``, with --ignore-eos's biases."""
+        out = dict(self.sampling)
+        if self.ignore_eos:
+            eog = {t: float("-inf") for t in range(model.n_vocab) if model.is_eog(t)}
+            out["logit_bias"] = {**dict(out.get("logit_bias") or {}), **eog}
+        return out
 
     def context_kwargs(self, model: LlamaModel) -> dict[str, Any]:
         """The keywords of the server's :class:`~llama_cy.LlamaContext`."""
@@ -181,5 +200,31 @@ def load_model(
         n_gpu_layers=settings.n_gpu_layers,
         rpc_servers=settings.rpc,
         progress=progress,
-        **settings.load,
+        **load_keywords(settings.load),
     )
+
+
+def load_model_draft(settings: ServerSettings) -> LlamaModel:
+    """The draft model (-md), placed by -ngld, -devd and -otd."""
+    assert settings.model_draft is not None
+    return LlamaModel.load(
+        settings.model_draft,
+        n_gpu_layers=settings.n_gpu_layers_draft,
+        rpc_servers=settings.rpc,
+        **load_keywords(settings.load_draft),
+    )
+
+
+def load_keywords(load: Mapping[str, Any]) -> dict[str, Any]:
+    """``load`` with device names (-dev) turned into :class:`~llama_cy.Device` objects."""
+    out = dict(load)
+    names = out.get("devices")
+    if names is not None and not all(isinstance(d, Device) for d in names):
+        known = {d.name: d for d in devices()}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise ValueError(
+                f"unknown device(s) {', '.join(missing)}; available: {', '.join(known)}"
+            )
+        out["devices"] = [known[n] for n in names]
+    return out

@@ -19,7 +19,7 @@ from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, logit_bias, lora_request, messages
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
-from llama_cy.server.requests import read_body, render_kwargs, sampling
+from llama_cy.server.requests import read_body, render_kwargs, sampling, stop
 from llama_cy.server.schema import ApiError
 
 __all__ = ["infill_tokens", "prepare_native", "routes", "slot_file"]
@@ -298,7 +298,7 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     job = server.preparer.completion(
         tokens,
         max_tokens=body.get("n_predict", body.get("max_tokens")),
-        stop=body.get("stop"),
+        stop=stop(server, body),
         logprobs=n_probs if n_probs > 0 else None,
         media=getattr(tokens, "media", None),
         **settings,

@@ -16,7 +16,7 @@ from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, prompt
-from llama_cy.server.requests import chat_parser, prepare_chat, read_body, sampling
+from llama_cy.server.requests import chat_parser, prepare_chat, read_body, sampling, stop
 from llama_cy.server.schema import ApiError
 
 __all__ = ["combine_choices", "routes"]
@@ -65,7 +65,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     suffix=suffix,
                     max_tokens=body.get("max_tokens"),
                     logprobs=body.get("logprobs"),
-                    stop=body.get("stop"),
+                    stop=stop(server, body),
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
                     **sampling(server, body),
                 )
