@@ -67,8 +67,7 @@ CHAT_POSITIONAL = (
 
 # Keywords of llama-cpp-python's calls that are not sampling settings but shape the job.
 _STRUCTURED = frozenset(["seed", "grammar", "logit_bias", "logits_processor", "samplers"])
-# What else ``overrides`` may set: llama-server's --grammar/-j, -l and --samplers.
-_DEFAULTABLE = frozenset(["grammar", "logit_bias", "samplers"])
+_DEFAULTABLE = _STRUCTURED - {"seed", "logits_processor"}  # serve's --grammar, -l, --samplers
 # llama-cpp-python's tfs_z: the sampler is gone from llama.cpp, and 1.0 is "off".
 _REMOVED = {"tfs_z": 1.0}
 
@@ -216,9 +215,9 @@ class Preparer:
             given["logit_bias"] = {int(k): float(v) for k, v in bias.items()}
         if given.get("logits_processor") is not None:
             given["logits_processor"] = _callables(given["logits_processor"])
-        if "dry_sequence_breakers" in given:
+        if "dry_sequence_breakers" in given:  # JSON gives a list
             given["dry_sequence_breakers"] = tuple(given["dry_sequence_breakers"])
-        if "samplers" in given:
+        if "samplers" in given:  # llama.cpp's spellings, or letters
             given["samplers"] = sampler_types(given["samplers"])
         return SamplingParams(**{**base, **given, "seed": seed})
 

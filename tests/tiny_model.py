@@ -62,10 +62,13 @@ def write_tiny_llama(
     extra_tokens: Sequence[str] = (),
     fim: bool = False,
     output: Callable[[int, int], npt.NDArray[np.float32]] | None = None,
+    n_expert: int = 0,
+    n_expert_used: int = 2,
 ) -> Path:
     """Write a llama-architecture model with random float32 weights to ``path``
     (``fim``: with fill-in-the-middle tokens, appended to the vocabulary; ``output``:
-    makes the output projection from ``(n_vocab, n_embd)``, to shape the logits)."""
+    makes the output projection from ``(n_vocab, n_embd)``, to shape the logits;
+    ``n_expert``: a Mixtral-style MoE, ``n_expert_used`` experts per token)."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
     writer = gguf.GGUFWriter(str(path), "llama")
@@ -85,6 +88,9 @@ def write_tiny_llama(
     writer.add_rope_dimension_count(head_dim)
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    if n_expert:
+        writer.add_expert_count(n_expert)
+        writer.add_expert_used_count(n_expert_used)
 
     def weight(*shape: int) -> npt.NDArray[np.float32]:
         # Scaled so activations stay O(1) through the layers: logits are varied, not flat.
@@ -104,6 +110,12 @@ def write_tiny_llama(
         writer.add_tensor(f"blk.{i}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
         writer.add_tensor(f"blk.{i}.attn_output.weight", weight(n_embd, n_embd))
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
+        if n_expert:
+            writer.add_tensor(f"blk.{i}.ffn_gate_inp.weight", weight(n_expert, n_embd))
+            writer.add_tensor(f"blk.{i}.ffn_gate_exps.weight", weight(n_expert, n_ff, n_embd))
+            writer.add_tensor(f"blk.{i}.ffn_up_exps.weight", weight(n_expert, n_ff, n_embd))
+            writer.add_tensor(f"blk.{i}.ffn_down_exps.weight", weight(n_expert, n_embd, n_ff))
+            continue
         writer.add_tensor(f"blk.{i}.ffn_gate.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(n_ff, n_embd))
         writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(n_embd, n_ff))

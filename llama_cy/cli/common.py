@@ -210,7 +210,7 @@ def _cpu(args: argparse.Namespace, suffix: str) -> CpuParams:
     )
 
 
-def cpu_params(args: argparse.Namespace) -> dict[str, CpuParams | None]:
+def cpu_params(args: argparse.Namespace) -> dict[str, Any]:
     """``LlamaContext``'s ``cpu_params``/``cpu_params_batch`` (None where the flags ask
     for llama.cpp's defaults). As llama.cpp's ``postprocess_cpu_params``: without
     ``-tb`` the batch threads take the generation threads' placement, and the

@@ -40,7 +40,8 @@ class _Collect(argparse.Action):
     def __init__(self, *args: Any, collect: str, switch: bool, **kw: Any) -> None:
         self.collect = collect
         self.switch = switch
-        super().__init__(*args, nargs=0 if switch else None, **kw)
+        kw["nargs"] = 0 if switch else None
+        super().__init__(*args, **kw)
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
         value = True if self.switch else values
@@ -53,7 +54,7 @@ class _Collect(argparse.Action):
 def _add(group: Any, flag: Flag, help_text: str) -> None:
     default = _default(flag)
     if flag.collect is not None:
-        kw = {"type": flag.type, "metavar": flag.metavar} if flag.metavar is not None else {}
+        valued = {"type": flag.type, "metavar": flag.metavar} if flag.metavar is not None else {}
         group.add_argument(
             *flag.names,
             dest=flag.dest,
@@ -62,7 +63,7 @@ def _add(group: Any, flag: Flag, help_text: str) -> None:
             switch=flag.metavar is None,
             default=default,
             help=help_text,
-            **kw,
+            **valued,
         )
         return
     if flag.metavar is None:

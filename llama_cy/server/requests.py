@@ -79,8 +79,8 @@ def stop(server: Server, body: Mapping[str, Any]) -> str | list[str] | None:
     given = body.get("stop")
     words = [given] if isinstance(given, str) else list(given or ())
     if any(words):
-        return given  # type: ignore[no-any-return]
-    return list(server.settings.reverse_prompt) or given  # type: ignore[no-any-return]
+        return given
+    return list(server.settings.reverse_prompt) or given
 
 
 def lora_for(server: Server, value: Any) -> tuple[float, ...]:
