@@ -1,11 +1,14 @@
-"""Rows (6) and (7): batched decoding against llama-batched-bench, and the server
-against llama-server and llama-cpp-python's server under load."""
+"""Rows (6), (7) and (11): batched decoding against llama-batched-bench, the server
+against llama-server and llama-cpp-python's server under load, and a second turn that
+needs a context checkpoint."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +121,69 @@ def bench_server(
             c.ours, c.theirs = speeds["llama_cy", n], speeds[theirs, n]
             print(f"  {c.name} vs {theirs}: ratio {c.ratio():.3f}", flush=True)
             rows.append(c)
+
+
+def _post(port: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=600) as r:
+        out: dict[str, Any] = json.loads(r.read())
+        return out
+
+
+def bench_checkpoints(
+    rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
+) -> None:
+    """(11) A second turn that the KV cache cannot be cut back to: Gemma 3 (SWA layers
+    that keep their window only, llama-server's default) after a first prompt of 971
+    tokens and a 300-token reply that the second prompt drops (a regenerated or edited
+    reply). llama-server restores the context checkpoint taken 4 tokens before the
+    first prompt's end; so does llama-cy, and without checkpoints it decodes it all."""
+    path = str(models["gemma"])
+    story = " ".join(f"Day {i}: the fox ran to the river and back." for i in range(70))
+    port = 18500
+    flags = ["-m", path, "--port", str(port), "-np", "1", "-c", "2048", "-ub", "64",
+             "-t", str(args.threads), "--no-warmup"]  # fmt: skip
+    commands = {
+        "llama_cy": [sys.executable, "-P", "-m", "llama_cy", "serve", *flags],
+        "llama-server": [str(tools["llama-server"]), *flags],
+        "llama_cy, no checkpoints": [
+            sys.executable, "-P", "-m", "llama_cy", "serve", *flags, "--ctx-checkpoints", "0",
+        ],
+    }  # fmt: skip
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    decoded: dict[str, int] = {}
+    for _ in range(args.rounds):
+        for name, cmd in commands.items():
+            server = server_load.ServerProcess(cmd, port, WORK / "server-checkpoints.log")
+            try:
+                first = _post(port, "/tokenize", {"content": story, "add_special": True})
+                more = _post(
+                    port, "/tokenize", {"content": " Then it slept.", "add_special": False}
+                )
+                _post(port, "/completion", {"prompt": first["tokens"], "n_predict": 300,
+                                            "temperature": 0, "ignore_eos": True})  # fmt: skip
+                t0 = time.perf_counter()
+                out = _post(port, "/completion", {"prompt": first["tokens"] + more["tokens"],
+                                                  "n_predict": 8, "temperature": 0})  # fmt: skip
+                times[name].append((time.perf_counter() - t0) * 1e3)
+                decoded[name] = out["timings"]["prompt_n"]
+                print(f"  {name}: {times[name][-1]:.0f} ms, {decoded[name]} prompt tokens "
+                      "decoded", flush=True)  # fmt: skip
+            finally:
+                server.stop()
+    for theirs, target in (("llama-server", "≥ 0.95"), ("llama_cy, no checkpoints", "-")):
+        c = Comparison(
+            f"(11) second turn, first reply dropped (Gemma SWA; decoded {decoded['llama_cy']} "
+            f"vs {decoded[theirs]})",
+            "ms",
+            target,
+            theirs,
+            higher_is_better=False,
+        )
+        c.ours, c.theirs = times["llama_cy"], times[theirs]
+        print(f"  {c.name} vs {theirs}: ratio {c.ratio():.3f}", flush=True)
+        rows.append(c)

@@ -33,7 +33,7 @@ from rows_core import (
     bench_threads,
 )
 from rows_multimodal import bench_multimodal
-from rows_serving import bench_batched, bench_server
+from rows_serving import bench_batched, bench_checkpoints, bench_server
 from rows_speculative import bench_speculative
 
 
@@ -47,9 +47,17 @@ def main() -> None:
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument(
         "--only",
-        choices=["server", "threads", "core", "batched", "speculative", "multimodal"],
+        choices=[
+            "server",
+            "threads",
+            "core",
+            "batched",
+            "speculative",
+            "multimodal",
+            "checkpoints",
+        ],
         help="run one group of comparisons: server (7), threads (8), batched (6), "
-        "speculative (9), multimodal (10), or core (1) and (4)",
+        "speculative (9), multimodal (10), checkpoints (11), or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -80,6 +88,11 @@ def main() -> None:
         bench_speculative(rows, native.build_tools(WORK / "native"), models, args)
         print(f"wrote {report(rows, args, args.out, suffix='-speculative')}")
         return
+    if args.only == "checkpoints":
+        rows = []
+        bench_checkpoints(rows, native.build_tools(WORK / "native"), models, args)
+        print(f"wrote {report(rows, args, args.out, suffix='-checkpoints')}")
+        return
     if args.only == "multimodal":
         rows = []
         bench_multimodal(rows, native.build_tools(WORK / "native"), models, args)
@@ -106,6 +119,7 @@ def main() -> None:
         bench_server(rows, tools, models, args, python)
         bench_speculative(rows, tools, models, args)
         bench_multimodal(rows, tools, models, args)
+        bench_checkpoints(rows, tools, models, args)
         bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
     print(f"wrote {report(rows, args, args.out)}")
 

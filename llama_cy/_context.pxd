@@ -44,6 +44,7 @@ cdef class LlamaContext(ViewOwner):
     cdef dict _samplers
     # Made on a vocab_only model: llama.cpp gives it no memory, backends or outputs.
     cdef readonly bint vocab_only
+    cdef bint _swa_full
     cdef bint _samplers_changed
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1

@@ -131,6 +131,18 @@ cdef int _threadpool_params(ggml_threadpool_params *params, int n_threads, cpu) 
     return 0
 
 
+#: llama.cpp's LLAMA_STATE_SEQ_FLAGS_*: the parts of a sequence's state that cannot be
+#: rolled back (SWA cache, recurrent state); tensor data kept on the device.
+STATE_SEQ_FLAGS_PARTIAL_ONLY = 1
+STATE_SEQ_FLAGS_ON_DEVICE = 2
+
+
+cdef int _check_state_flags(uint32_t flags) except -1:
+    if flags & ~<uint32_t>(STATE_SEQ_FLAGS_PARTIAL_ONLY | STATE_SEQ_FLAGS_ON_DEVICE):
+        raise ValueError(f"unknown state flags {flags:#x}")
+    return 0
+
+
 cdef object _choice(dict table, value, str what):
     try:
         return table[value]
@@ -223,6 +235,7 @@ cdef class LlamaContext(ViewOwner):
             p.offload_kqv = offload_kqv
         if swa_full is not None:
             p.swa_full = swa_full
+        self._swa_full = p.swa_full
         if kv_unified is not None:
             p.kv_unified = kv_unified
         p.no_perf = no_perf
@@ -810,6 +823,12 @@ cdef class LlamaContext(ViewOwner):
         return c.llama_memory_seq_pos_max(self.mem, seq_id)
 
     @property
+    def swa_full(self):
+        """Whether the SWA layers keep the whole context (llama.cpp's default), not only
+        their window: then a prefix of the cache can be reused without checkpoints."""
+        return self._swa_full
+
+    @property
     def can_shift(self):
         self._ensure_weights()
         return c.llama_memory_can_shift(self.mem)
@@ -884,31 +903,39 @@ cdef class LlamaContext(ViewOwner):
         self._n_outputs = 0
         return out[:n].copy()
 
-    def state_seq_get_data(self, int seq_id):
-        """The state of one sequence as bytes."""
+    def state_seq_get_data(self, int seq_id, uint32_t flags=0):
+        """The state of one sequence as bytes. ``flags`` are llama.cpp's
+        ``LLAMA_STATE_SEQ_FLAGS_*`` (:data:`STATE_SEQ_FLAGS_PARTIAL_ONLY`: only what cannot
+        be rolled back, the SWA cache or the recurrent state, as context checkpoints take;
+        :data:`STATE_SEQ_FLAGS_ON_DEVICE`: the tensor data stays in device memory, and
+        getting it again invalidates the last one taken so)."""
         self._ensure_weights()
         self._check_seq(seq_id, False)
+        _check_state_flags(flags)
         self._lock_acquire()
         try:
-            size = c.llama_state_seq_get_size(self.ptr, seq_id)
+            size = c.llama_state_seq_get_size_ext(self.ptr, seq_id, flags)
             buf = bytearray(size)
-            n = c.llama_state_seq_get_data(self.ptr, <uint8_t *><char *>buf, size, seq_id) if size else 0
+            n = c.llama_state_seq_get_data_ext(
+                self.ptr, <uint8_t *><char *>buf, size, seq_id, flags) if size else 0
         finally:
             self._lock_release()
         if n != size:
             raise StateError(f"llama_state_seq_get_data wrote {n} of {size} bytes")
         return bytes(buf)
 
-    def state_seq_set_data(self, data, int seq_id):
-        """Restore one sequence's state into ``seq_id``."""
+    def state_seq_set_data(self, data, int seq_id, uint32_t flags=0):
+        """Restore one sequence's state into ``seq_id`` (``flags``: those it was taken
+        with)."""
         self._ensure_weights()
         self._check_seq(seq_id, False)
+        _check_state_flags(flags)
         cdef const uint8_t[::1] src = memoryview(data).cast("B")
         if src.shape[0] == 0:
             raise StateError("empty state data")
         self._lock_acquire()
         try:
-            n = c.llama_state_seq_set_data(self.ptr, &src[0], src.shape[0], seq_id)
+            n = c.llama_state_seq_set_data_ext(self.ptr, &src[0], src.shape[0], seq_id, flags)
         finally:
             self._lock_release()
         if n == 0:

@@ -41,6 +41,7 @@ from llama_cy._context import LlamaContext
 from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
+from llama_cy.checkpoints import Checkpoints
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
@@ -199,6 +200,7 @@ class KVSequence:
         "backend_sampling",
         "cache",
         "chain",
+        "checkpoints",
         "context_shift",
         "ctx",
         "draft",
@@ -233,6 +235,8 @@ class KVSequence:
         n_keep: int = 0,
         spec: Speculator | None = None,
         backend_sampling: bool = False,
+        ctx_checkpoints: int = 32,
+        checkpoint_min_step: int = 8192,
     ) -> None:
         self.ctx = ctx
         #: the default for jobs that do not say: run their chain in the graph (llama-server's -bs)
@@ -262,6 +266,11 @@ class KVSequence:
         self.n_draft_accepted = 0
         self.synth: random.Random | None = None  # synthetic acceptance's draws
         self.truncated = False  # the job's context was shifted
+        #: llama-server's context checkpoints (not of a draft model's context: with one,
+        #: a prefix the cache cannot be cut back to is decoded again)
+        self.checkpoints = Checkpoints(ctx, id, n_max=ctx_checkpoints, min_step=checkpoint_min_step)
+        if spec is not None and spec.has_draft_model:
+            self.checkpoints.enabled = False
 
     # ---- a job's start and end -------------------------------------------------------
 
@@ -285,8 +294,12 @@ class KVSequence:
         token limit of a job that sets none (the server's ``--n-predict``, which a
         request's own limit overrides, as in llama-server)."""
         prompt = job.tokens
+        n = common_prefix(self.cache, prompt) if cache_prompt else 0
+        # Where the cache no longer holds what decoding past the prefix needs (an SWA
+        # window, a recurrent state), a checkpoint is restored, or the prompt decoded again.
+        n = self.checkpoints.usable_prefix(n, len(prompt), restore=self.checkpoints.enabled)
         # The last prompt token is always decoded: its logits start the generation.
-        n = min(common_prefix(self.cache, prompt), len(prompt) - 1) if cache_prompt else 0
+        n = min(n, len(prompt) - 1)
         if job.media is not None:
             n = job.media.start_of(n)  # an image is kept whole or decoded again whole
         if n < len(self.cache):
@@ -425,7 +438,11 @@ class KVSequence:
             if left <= 0:
                 self._added = []
                 return 0
-        chunk = job.tokens[start : start + min(room, left)]
+        end = start + min(room, left)
+        if media is None:
+            end = self.checkpoints.chunk_end(start, end, len(job.tokens))
+            self.checkpoints.before_chunk(start, end, len(job.tokens), id(job))
+        chunk = job.tokens[start:end]
         last = start + len(chunk) == len(job.tokens)
         batch.add_sequence(chunk, start, self.id, logits_last=last)
         if last:
@@ -444,6 +461,7 @@ class KVSequence:
         self._added = []
         self.draft, self.rows = [], []
         self._cut(len(self.cache))
+        self.checkpoints.clear()
 
     def forget(self) -> None:
         """Empty this sequence's cache, in the context and the draft context."""
@@ -451,11 +469,13 @@ class KVSequence:
         if self.spec is not None:
             self.spec.seq_rm(self.id, -1, -1)
         self.cache = []
+        self.checkpoints.clear()
 
     def restored(self, tokens: list[int]) -> None:
         """The context's sequence was loaded with ``tokens`` (a slot file): a draft
         model's context decodes them too, so that it holds what the context holds."""
         self.cache = list(tokens)
+        self.checkpoints.clear()
         spec = self.spec
         if spec is None or not spec.has_draft_model:
             return
@@ -608,6 +628,7 @@ class KVSequence:
             self.spec.seq_rm(self.id, keep, keep + n_discard)
             self.spec.seq_add(self.id, keep + n_discard, n_past, -n_discard)
         del self.cache[keep : keep + n_discard]
+        self.checkpoints.clear()  # their positions moved
         self.truncated = True
         return True
 

@@ -228,6 +228,8 @@ class Llama:
         allow_remote_media: bool = False,
         no_perf: bool = False,
         backend_sampling: bool = False,
+        ctx_checkpoints: int = 32,
+        checkpoint_min_step: int = 8192,
         verbose: bool = False,
     ) -> None:
         self._closed = False
@@ -335,6 +337,8 @@ class Llama:
             n_keep=self.n_keep,
             spec=self._spec,
             backend_sampling=backend_sampling,
+            ctx_checkpoints=ctx_checkpoints,
+            checkpoint_min_step=checkpoint_min_step,
         )
         self._embedder = Embedder(self._ctx, self._batch)
 

@@ -54,6 +54,16 @@ def server(gemma_path: Path) -> Iterator[Server]:
         yield s
 
 
+@pytest.fixture
+def gemma_llm(gemma_model: lc.LlamaModel) -> Iterator[lc.Llama]:
+    """The reference ``Llama`` with the server's KV cache: llama-server's SWA layers keep
+    their window only (``swa_full=False``); the full-size cache, a ``Llama``'s default,
+    sums attention in another order, which can tip a near tie."""
+    llm = lc.Llama.from_model(gemma_model, n_ctx=1024, n_threads=2, swa_full=False)
+    yield llm
+    llm.close()
+
+
 @pytest.fixture(scope="module")
 def client(server: Server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)

@@ -181,7 +181,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         if value is not None:
             sampling[key] = value
     context: dict[str, Any] = {
-        "swa_full": args.swa_full or None,
+        "swa_full": args.swa_full,  # llama-server's false, not llama.cpp's C default
         "no_perf": not args.perf,
         "rope_scaling_type": args.rope_scaling,
         "rope_freq_base": args.rope_freq_base,
@@ -275,6 +275,8 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         cors_credentials=args.cors_credentials,
         sse_ping_interval=args.sse_ping_interval,
         slot_prompt_similarity=args.slot_prompt_similarity,
+        ctx_checkpoints=args.ctx_checkpoints,
+        checkpoint_min_step=args.checkpoint_min_step,
         sampling=sampling,
         context={k: v for k, v in context.items() if v is not None},
         load=load,

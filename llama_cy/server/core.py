@@ -160,6 +160,8 @@ class Server:
             loras=self.loras,
             speculative=speculative,
             backend_sampling=settings.backend_sampling,
+            ctx_checkpoints=settings.ctx_checkpoints,
+            checkpoint_min_step=settings.checkpoint_min_step,
             **context,
         )
 

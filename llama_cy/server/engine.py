@@ -98,6 +98,8 @@ class Engine:
         loras: Sequence[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,
         backend_sampling: bool = _flag("backend_sampling"),
+        ctx_checkpoints: int = _flag("ctx_checkpoints"),
+        checkpoint_min_step: int = _flag("checkpoint_min_step"),
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -137,6 +139,8 @@ class Engine:
                 n_keep=keep,
                 spec=self.spec,
                 backend_sampling=backend_sampling,
+                ctx_checkpoints=ctx_checkpoints,
+                checkpoint_min_step=checkpoint_min_step,
             )
             for i in range(ctx.n_seq_max)
         ]

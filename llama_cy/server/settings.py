@@ -91,6 +91,8 @@ class ServerSettings:
     cors_credentials: bool = _flag("cors_credentials")
     sse_ping_interval: float = _flag("sse_ping_interval")
     slot_prompt_similarity: float = _flag("slot_prompt_similarity")
+    ctx_checkpoints: int = _flag("ctx_checkpoints")
+    checkpoint_min_step: int = _flag("checkpoint_min_step")
     sampling: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
     load: Mapping[str, Any] = field(default_factory=dict)
