@@ -68,6 +68,7 @@ inline std::string templates_apply(const common_chat_templates * tmpls, const st
     in.use_jinja = req.value("use_jinja", true);
     in.reasoning_format = common_reasoning_format_from_name(req.value("reasoning_format", std::string("none")));
     in.enable_thinking = req.value("enable_thinking", true);
+    in.force_pure_content = req.value("force_pure_content", false);
     const json kwargs = req.value("chat_template_kwargs", json::object());
     for (const auto & [key, value] : kwargs.items()) {
         in.chat_template_kwargs[key] = value.dump();

@@ -276,6 +276,7 @@ class ChatTemplate:
         reasoning_format: str = "auto",
         enable_thinking: bool = True,
         chat_template_kwargs: Mapping[str, Any] | None = None,
+        force_pure_content: bool = False,
     ) -> ChatPrompt:
         """Render ``messages`` (OpenAI's shape) for the model to answer.
 
@@ -283,7 +284,9 @@ class ChatTemplate:
         ``parallel_tool_calls`` (default: whether the template supports them) give the
         grammar and triggers of the family's tool-call syntax; ``json_schema`` a grammar
         for a JSON reply; ``grammar`` passes a GBNF grammar through. ``reasoning_format``,
-        ``enable_thinking`` and ``chat_template_kwargs`` are llama-server's. ValueError
+        ``enable_thinking`` and ``chat_template_kwargs`` are llama-server's;
+        ``force_pure_content`` its ``--skip-chat-parsing`` (rendered without reasoning or
+        tools taken apart, and parsed as content only). ValueError
         for what the engine refuses (a malformed message, a grammar with tools, ...).
         """
         if tool_choice not in ("auto", "required", "none"):
@@ -305,6 +308,7 @@ class ChatTemplate:
             "reasoning_format": reasoning_format,
             "enable_thinking": enable_thinking,
             "chat_template_kwargs": dict(chat_template_kwargs or {}),
+            "force_pure_content": force_pure_content,
         }
         if continue_final_message is not None:
             request["continue_final_message"] = continue_final_message

@@ -45,7 +45,7 @@ from llama_cy.checkpoints import Checkpoints
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
-from llama_cy.streaming import CompletionOutput
+from llama_cy.streaming import CompletionOutput, preserved_tokens
 
 if TYPE_CHECKING:
     from llama_cy.chat import ChatPrompt
@@ -218,6 +218,7 @@ class KVSequence:
         "n_keep",
         "rows",
         "spec",
+        "special",
         "synth",
         "t_prompt",
         "t_start",
@@ -237,8 +238,12 @@ class KVSequence:
         backend_sampling: bool = False,
         ctx_checkpoints: int = 32,
         checkpoint_min_step: int = 8192,
+        special: bool = False,
     ) -> None:
         self.ctx = ctx
+        #: every special token generated is shown as text (llama-server's -sp); else only
+        #: those a chat format preserves
+        self.special = special
         #: the default for jobs that do not say: run their chain in the graph (llama-server's -bs)
         self.backend_sampling = backend_sampling
         self.model = ctx.model
@@ -313,7 +318,14 @@ class KVSequence:
         if max_tokens is None and limit is not None and limit > 0:
             max_tokens = limit
         self.job, self.chain, self.grammar = job, chain, grammar
-        self.gen = CompletionOutput(self.model, job.stop, max_tokens, job.n_logprobs, len(prompt))
+        self.gen = CompletionOutput(
+            self.model,
+            job.stop,
+            max_tokens,
+            job.n_logprobs,
+            len(prompt),
+            None if self.special else preserved_tokens(self.model, job.chat),
+        )
         self.token = -1
         self.i_batch = -1
         self.n_cached = n

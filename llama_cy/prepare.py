@@ -141,10 +141,9 @@ class Preparer:
         self.reasoning_budget = _budget(reasoning_budget)
         self.reasoning_budget_message = reasoning_budget_message
         self.reasoning_effort = reasoning_effort
-        #: a final assistant message is continued (llama-server's --prefill-assistant)
-        self.prefill_assistant = True
-        # llama-server's default: reasoning kept in the whole history where a template
-        # can drop it (its --reasoning-preserve).
+        self.prefill_assistant = True  #: llama-server's --prefill-assistant
+        self.force_pure_content = False  #: its --skip-chat-parsing: the reply is all content
+        # llama-server's default (--reasoning-preserve): reasoning kept in the whole history
         self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
         self.profile = profile
         self.seed = None if seed is None or seed < 0 else seed
@@ -438,6 +437,7 @@ class Preparer:
             reasoning_format=reasoning_format or self.reasoning_format,
             enable_thinking=thinking,
             chat_template_kwargs=kwargs,
+            force_pure_content=self.force_pure_content,
         )
         prompt = render(tool_choice=choice if tools else "auto")
         if named:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -19,10 +20,13 @@ from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy.completion import CompletionChunk, StopReason, Timings, TokenLogprob
 
+if TYPE_CHECKING:
+    from llama_cy.chat import ChatPrompt
+
 #: a sampler chain's candidates (``llama_cy.CANDIDATE_DTYPE``: id, logit, p)
 Candidates = npt.NDArray[np.void]
 
-__all__ = ["CompletionOutput", "TextAssembler"]
+__all__ = ["CompletionOutput", "TextAssembler", "preserved_tokens"]
 
 
 class TextAssembler:
@@ -104,6 +108,7 @@ class CompletionOutput:
         "n_logprobs",
         "n_prompt",
         "reason",
+        "special_tokens",
         "text",
     )
 
@@ -114,8 +119,12 @@ class CompletionOutput:
         max_tokens: int | None,
         n_logprobs: int | None,
         n_prompt: int,
+        special_tokens: frozenset[int] | None = None,
     ) -> None:
         self.model = model
+        #: the special tokens shown as text (None: all; llama-server shows those its chat
+        #: format preserves, or all with -sp; a control token is otherwise empty text)
+        self.special_tokens = special_tokens
         self.text = TextAssembler(stop)
         self.limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
         self.n_logprobs = n_logprobs
@@ -135,7 +144,8 @@ class CompletionOutput:
             return ""
         self.generated.append(token)
         self._tokens.append(token)
-        piece = self.model.token_to_piece(token, special=True)
+        shown = self.special_tokens
+        piece = self.model.token_to_piece(token, special=shown is None or token in shown)
         if self._logprobs is not None:
             offset = self.text.emitted + len(self.text.pending)
             n_top = self.n_logprobs or 0
@@ -208,3 +218,12 @@ def sampled_logprob(
         if lp > -np.inf
     )
     return TokenLogprob(token, piece, float(logp[hit[0]]) if hit.size else -np.inf, top, offset)
+
+
+def preserved_tokens(model: LlamaModel, chat: ChatPrompt | None) -> frozenset[int]:
+    """The tokens a chat format preserves (its tool-call and reasoning markers that are
+    one token each), which llama-server shows as text though they are special."""
+    if chat is None or not chat.preserved_tokens:
+        return frozenset()
+    ids = (model.tokenize(t, add_special=False, parse_special=True) for t in chat.preserved_tokens)
+    return frozenset(int(t[0]) for t in ids if len(t) == 1)

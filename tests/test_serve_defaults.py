@@ -200,3 +200,56 @@ def test_serve_grammar_and_samplers_defaults(tmp_path: Path, tiny_model_path: Pa
         assert status == 400, err
         status, _, _ = server.request("GET", "/health")
         assert status == 200
+
+
+def test_special_tokens_are_shown_with_sp_only(tiny_model_path: Path, tiny: lc.LlamaModel) -> None:
+    bos = tiny.token_bos  # a control token: shown as nothing, as llama-server and
+    assert tiny.token_to_piece(bos, special=True) == b"<s>"  # llama-cpp-python show it
+    llm = lc.Llama.from_model(tiny, n_ctx=256, n_threads=2)
+    out: Any = llm.create_completion(PROMPT, max_tokens=3, temperature=0, logit_bias={bos: 100})
+    assert out["choices"][0]["text"] == ""
+    assert out["usage"]["completion_tokens"] == 3
+    llm.close()
+    body = {"prompt": PROMPT, "n_predict": 3, "temperature": 0, "logit_bias": [[bos, 100]]}
+    for flags, want in (((), ""), (("-sp",), "<s><s><s>")):
+        with Server(tiny_model_path, "-c", "256", "-t", "2", "--no-warmup", *flags) as server:
+            status, _, out = server.request("POST", "/completion", body)
+            assert status == 200, out
+            assert out["content"] == want, flags
+
+
+def test_skip_chat_parsing_leaves_tool_calls_in_the_content(tiny_model_path: Path) -> None:
+    template = Path(__file__).parent / "data" / "chat_template.jinja"
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {  # short, so that the tiny model's call ends
+                "type": "object",
+                "properties": {"city": {"type": "string", "maxLength": 5}},
+                "required": ["city"],
+            },
+        },
+    }
+    body = {
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        "max_tokens": 64,
+        "temperature": 0,
+    }
+    replies = {}
+    for flags in ((), ("--skip-chat-parsing",)):
+        args = ("-c", "512", "-t", "2", "--no-warmup", "--chat-template-file", str(template))
+        with Server(tiny_model_path, *args, *flags) as server:
+            status, _, out = server.request("POST", "/v1/chat/completions", body)
+            assert status == 200, out
+            replies[flags] = out["choices"][0]
+    parsed, pure = replies[()], replies[("--skip-chat-parsing",)]
+    # Parsed: the tool-call grammar forces a call, which comes back as one.
+    assert parsed["finish_reason"] == "tool_calls"
+    assert parsed["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+    # A pure content parser: no grammar, no calls taken apart, all of it content.
+    assert not pure["message"].get("tool_calls")
+    assert pure["finish_reason"] == "length"
+    assert pure["message"]["content"]

@@ -52,7 +52,6 @@ _DRAFT_CPU = (
     "(common_base_params_to_speculative copies it), so this changes nothing there either"
 )
 _PRESET = "a preset downloads its models: pass a local file with -m"
-_LATER = "not built yet (issue 16 is building it)"
 
 
 #: llama-server's flags (its ``--help``, in its order), less the sampling ones.
@@ -393,7 +392,9 @@ FLAGS: tuple[Flag, ...] = (
     used("-r --reverse-prompt", "reverse_prompt", "PROMPT", repeat=True,
        commands=GENERATE | SERVE,
        help="stop at this text (repeatable; serve: for requests whose 'stop' gives none)"),
-    refused("-sp --special", "special", None, "not applicable to llama-server's output"),
+    used("-sp --special", "special", None,
+       help="show every special token generated as text (default: only those the chat "
+            "format preserves, such as tool-call markers)"),
     used("--warmup", "warmup", None, default=True, negative=("--no-warmup",),
        help="run an empty decode before serving (default: on)"),
     used("--spm-infill", "spm_infill", None,
@@ -547,8 +548,9 @@ FLAGS: tuple[Flag, ...] = (
        help="a Jinja template, or a built-in template's name", commands=CHAT | SERVE),
     used("--chat-template-file", "chat_template_file", "FILE", env="LLAMA_ARG_CHAT_TEMPLATE_FILE",
        help="a file with a Jinja chat template", commands=CHAT | SERVE),
-    refused("--skip-chat-parsing", "skip_chat_parsing", None, _LATER,
-             negative=("--no-skip-chat-parsing",), env="LLAMA_ARG_SKIP_CHAT_PARSING"),
+    used("--skip-chat-parsing", "skip_chat_parsing", None, negative=("--no-skip-chat-parsing",),
+       env="LLAMA_ARG_SKIP_CHAT_PARSING",
+       help="a pure content parser: reasoning and tool calls stay in the reply's content"),
     used("--prefill-assistant", "prefill_assistant", None, default=True,
        negative=("--no-prefill-assistant",), env="LLAMA_ARG_PREFILL_ASSISTANT",
        help="a final assistant message is continued, not closed (default: on)"),

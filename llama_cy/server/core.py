@@ -162,6 +162,7 @@ class Server:
             backend_sampling=settings.backend_sampling,
             ctx_checkpoints=settings.ctx_checkpoints,
             checkpoint_min_step=settings.checkpoint_min_step,
+            special=settings.special,
             **context,
         )
 

@@ -100,6 +100,7 @@ class Engine:
         backend_sampling: bool = _flag("backend_sampling"),
         ctx_checkpoints: int = _flag("ctx_checkpoints"),
         checkpoint_min_step: int = _flag("checkpoint_min_step"),
+        special: bool = _flag("special"),
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -141,6 +142,7 @@ class Engine:
                 backend_sampling=backend_sampling,
                 ctx_checkpoints=ctx_checkpoints,
                 checkpoint_min_step=checkpoint_min_step,
+                special=special,
             )
             for i in range(ctx.n_seq_max)
         ]

@@ -63,6 +63,7 @@ class ServerSettings:
     props_endpoint: bool = _flag("props")
     spm_infill: bool = _flag("spm_infill")
     prefill_assistant: bool = _flag("prefill_assistant")
+    skip_chat_parsing: bool = _flag("skip_chat_parsing")
     ui_mcp_proxy: bool = False
     tools: tuple[str, ...] = ()  #: --tools: llama-server's agent tools ("all" or names)
     tools_runtime: str = ""
@@ -92,6 +93,7 @@ class ServerSettings:
     sse_ping_interval: float = _flag("sse_ping_interval")
     slot_prompt_similarity: float = _flag("slot_prompt_similarity")
     ctx_checkpoints: int = _flag("ctx_checkpoints")
+    special: bool = _flag("special")  #: -sp: every special token generated shown as text
     checkpoint_min_step: int = _flag("checkpoint_min_step")
     sampling: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)
@@ -137,6 +139,7 @@ class ServerSettings:
         """How this server prepares requests: llama-server's defaults and template."""
         preparer = self._preparer(model)
         preparer.prefill_assistant = self.prefill_assistant
+        preparer.force_pure_content = self.skip_chat_parsing
         return preparer
 
     def _preparer(self, model: LlamaModel) -> Preparer:
