@@ -270,3 +270,32 @@ def test_run_processes_escapes_as_llama_cpp(given: str, want: str) -> None:
     from llama_cy.cli.run import process_escapes
 
     assert process_escapes(given) == want
+
+
+def test_completion_bash_completes_subcommands_and_flags(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-P", "-m", "llama_cy", "serve", "--completion-bash"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    script = tmp_path / "llama-cy.bash"
+    script.write_text(out)
+
+    def complete(*words: str) -> list[str]:
+        probe = (
+            f"source {script}; COMP_WORDS=(llama-cy {' '.join(words)}); "
+            f"COMP_CWORD={len(words)}; _llama_cy_completions; echo ${{COMPREPLY[@]}}"
+        )
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, check=True)
+        return done.stdout.split()
+
+    assert "serve" in complete("se")
+    assert "run" not in complete("se")
+    assert complete("serve", "--n-cpu-") == ["--n-cpu-moe", "--n-cpu-ffn", "--n-cpu-moe-draft"]
+    assert "--top-k" in complete("serve", "--top-")
+    assert "--n-cpu-moe" in complete("run", "--n-cpu-")  # run loads models too
+    assert complete("quantize", "--n-cpu-") == []
+    (tmp_path / "m.gguf").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("")
+    assert complete("serve", "-m", f"{tmp_path}/") == [str(tmp_path / "m.gguf")]

@@ -17,9 +17,11 @@ from serving import Server
 import llama_cy as lc
 from llama_cy import cli
 from llama_cy.cli.common import grammar, samplers
+from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.sampling import DEFAULT_SAMPLERS, SamplingParams, sampler_types
 
 PROMPT = "Once upon a time"
+LONG_TEXT = " ".join(["the fox ran to the river"] * 40)
 
 
 def test_sampler_orders_read_as_llama_cpp_reads_them(caplog: pytest.LogCaptureFixture) -> None:
@@ -253,3 +255,23 @@ def test_skip_chat_parsing_leaves_tool_calls_in_the_content(tiny_model_path: Pat
     assert not pure["message"].get("tool_calls")
     assert pure["finish_reason"] == "length"
     assert pure["message"]["content"]
+
+
+def test_kv_unified_per_slot(tiny_model_path: Path) -> None:
+    def ctx_size(*argv: str) -> int:
+        args = cli.parser().parse_args(["serve", *argv])
+        args.argv = list(argv)
+        return settings_from_args(args, "x.gguf").ctx_size
+
+    # Without -c the pool is slots x N (4 slots when -np is auto); -c, even -c 0, wins.
+    assert ctx_size("--kv-unified-per-slot", "300") == 1200
+    assert ctx_size("--kv-unified-per-slot", "300", "-np", "2") == 600
+    assert ctx_size("--kv-unified-per-slot", "300", "-c", "0") == 0
+    assert ctx_size("--kv-unified-per-slot", "300", "-c", "2048") == 2048
+    args = ("-np", "2", "-kvu", "-c", "1024", "-t", "2", "--no-warmup")
+    with Server(tiny_model_path, *args, "--kv-unified-per-slot", "100") as server:
+        assert {s["n_ctx"] for s in server.slots()} == {100}
+        status, _, err = server.request("POST", "/completion", {"prompt": LONG_TEXT})
+        assert status == 400, err  # over the slot's 100 tokens
+        status, _, out = server.request("POST", "/completion", {"prompt": "Hi", "n_predict": 2})
+        assert status == 200, out

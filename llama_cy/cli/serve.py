@@ -106,6 +106,11 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.list_devices:
         return _list_devices()
+    if args.completion_bash:
+        from llama_cy.flags.parser import bash_completion
+
+        print(bash_completion(), end="")
+        return 0
     _server_log(args)
     if args.numa:
         from llama_cy._backend import numa_init

@@ -6,6 +6,7 @@ draft model's context)."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -171,6 +172,19 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
     return out
 
 
+def _ctx_size(args: argparse.Namespace) -> int:
+    """-c, or with --kv-unified-per-slot N and no -c (-c 0 counts as given), the KV pool
+    of llama-server: slots x N."""
+    per_slot = args.kv_unified_per_slot
+    given = "LLAMA_ARG_CTX_SIZE" in os.environ or any(
+        a in ("-c", "--ctx-size") or a.startswith("--ctx-size=")
+        for a in getattr(args, "argv", None) or ()
+    )
+    if per_slot > 0 and args.ctx_size == 0 and not given:
+        return int((4 if args.parallel < 0 else args.parallel) * per_slot)
+    return int(args.ctx_size)
+
+
 def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
     """The :class:`~llama_cy.server.ServerSettings` that the parsed flags ask for."""
     sampling = sampling_values(args)
@@ -223,7 +237,8 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         model=model,
         aliases=split(args.alias),
         tags=split(args.tags),
-        ctx_size=args.ctx_size,
+        ctx_size=_ctx_size(args),
+        kv_unified_per_slot=args.kv_unified_per_slot,
         parallel=args.parallel,
         kv_unified=args.kv_unified,
         n_predict=args.n_predict,
@@ -278,6 +293,8 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         slot_prompt_similarity=args.slot_prompt_similarity,
         ctx_checkpoints=args.ctx_checkpoints,
         special=args.special,
+        cache_ram=args.cache_ram,
+        cache_idle_slots=args.cache_idle_slots,
         checkpoint_min_step=args.checkpoint_min_step,
         sampling=sampling,
         context={k: v for k, v in context.items() if v is not None},

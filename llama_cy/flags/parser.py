@@ -12,7 +12,7 @@ from llama_cy.flags.flag import INERT, REFUSED, USED, Flag, bool_env
 from llama_cy.flags.table import COMMANDS, FLAGS, SAMPLING_ALIASES
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 
-__all__ = ["add_flags", "flags_for", "llama_server_argv", "reference"]
+__all__ = ["add_flags", "bash_completion", "flags_for", "llama_server_argv", "reference"]
 
 #: The subcommands that take the sampling flags (llama-server's request defaults in serve).
 SAMPLING_COMMANDS = frozenset({"run", "chat", "serve"})
@@ -166,6 +166,51 @@ def reference(command: str = "serve") -> str:
         env = f"`{flag.env}`" if flag.env else ""
         rows.append(f"| {spell} | {default} | {env} | {status} | {_cell(text)} |")
     return "\n".join(rows)
+
+
+def bash_completion() -> str:
+    """A bash completion script for ``llama-cy`` (llama-server's --completion-bash):
+    the subcommands, then each one's flags; model, grammar and template files by their
+    extensions."""
+    cases = []
+    for command in sorted(COMMANDS):
+        names = [n for f in flags_for(command) for n in (*f.names, *f.negative)]
+        if command in SAMPLING_COMMANDS:
+            names += [
+                n for s in SAMPLING_SETTINGS for n in (s.flag, *SAMPLING_ALIASES.get(s.flag, ()))
+            ]
+        cases.append(f'        {command}) opts="{" ".join(names)}" ;;')
+    files = {"--model|-m": "*.gguf", "--grammar-file": "*.gbnf", "--chat-template-file": "*.jinja"}
+    by_ext = "\n".join(
+        f"        {flag})\n            COMPREPLY=( $(compgen -f -X '!{ext}' -- \"$cur\") "
+        f'$(compgen -d -- "$cur") )\n            return 0\n            ;;'
+        for flag, ext in files.items()
+    )
+    return "\n".join([
+        "_llama_cy_completions() {",
+        "    local cur prev opts",
+        "    COMPREPLY=()",
+        '    cur="${COMP_WORDS[COMP_CWORD]}"',
+        '    prev="${COMP_WORDS[COMP_CWORD-1]}"',
+        "    if [ \"$COMP_CWORD\" -eq 1 ]; then",
+        f'        COMPREPLY=( $(compgen -W "{" ".join(sorted(COMMANDS))}" -- "$cur") )',
+        "        return 0",
+        "    fi",
+        '    case "${COMP_WORDS[1]}" in',
+        *cases,
+        "    esac",
+        '    case "$prev" in',
+        by_ext,
+        "        *)",
+        '            COMPREPLY=( $(compgen -W "${opts}" -- "$cur") )',
+        "            return 0",
+        "            ;;",
+        "    esac",
+        "}",
+        "",
+        "complete -F _llama_cy_completions llama-cy",
+        "",
+    ])  # fmt: skip
 
 
 def _cell(text: str) -> str:

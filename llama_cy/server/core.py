@@ -163,6 +163,9 @@ class Server:
             ctx_checkpoints=settings.ctx_checkpoints,
             checkpoint_min_step=settings.checkpoint_min_step,
             special=settings.special,
+            cache_ram=settings.cache_ram,
+            kv_unified_per_slot=settings.kv_unified_per_slot,
+            cache_idle_slots=settings.cache_idle_slots,
             **context,
         )
 

@@ -38,6 +38,7 @@ from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
 from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, common_prefix
+from llama_cy.server.prompt_cache import PromptCache
 from llama_cy.speculative import speculator
 
 __all__ = ["Engine", "QueueFullError", "Task"]
@@ -101,6 +102,9 @@ class Engine:
         ctx_checkpoints: int = _flag("ctx_checkpoints"),
         checkpoint_min_step: int = _flag("checkpoint_min_step"),
         special: bool = _flag("special"),
+        cache_ram: int = _flag("cache_ram"),
+        cache_idle_slots: bool = _flag("cache_idle_slots"),
+        kv_unified_per_slot: int = _flag("kv_unified_per_slot"),
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -121,9 +125,20 @@ class Engine:
             self._batch.close()
             ctx.close()
             raise
-        # As llama-server: a slot never holds more than the model was trained on.
+        # As llama-server: a slot never holds more than the model was trained on, nor
+        # than --kv-unified-per-slot.
         self.n_ctx_slot = min(ctx.n_ctx_seq, model.n_ctx_train or ctx.n_ctx_seq)
+        if kv_unified_per_slot > 0:
+            self.n_ctx_slot = min(self.n_ctx_slot, kv_unified_per_slot)
         self.slot_prompt_similarity = slot_prompt_similarity
+        #: --cache-ram: llama-server's prompt cache in host memory (None: off)
+        self.prompt_cache = PromptCache(cache_ram, ctx.n_ctx) if cache_ram != 0 else None
+        if cache_idle_slots and self.prompt_cache is None:
+            _log.warning("--cache-idle-slots requires --cache-ram, disabling")
+        self.cache_idle_slots = cache_idle_slots and self.prompt_cache is not None
+        self.kv_unified = bool(context.get("kv_unified"))
+        if self.cache_idle_slots:  # llama-server's debug lines, which its tests read
+            _log.debug("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__")
         # LoRA: a batch runs under one set of adapter scales, so a step takes only the
         # slots whose request asks for the same set; the sets take turns step by step.
         self.loras = list(loras)
@@ -400,16 +415,46 @@ class Engine:
     def _pick_slot(self, task: Task) -> KVSequence | None:
         """llama-server's choice: the slot the task asks for (None while it is busy);
         else the idle slot whose cache shares the largest fraction of the prompt, above
-        ``slot_prompt_similarity``; else the least recently used idle slot."""
+        ``slot_prompt_similarity``; else the least recently used idle slot. A slot about
+        to lose most of its cache (chosen so) swaps it through the prompt cache."""
         if task.id_slot >= 0:
             return self.slots[task.id_slot] if self.tasks[task.id_slot] is None else None
         idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
         if self.slot_prompt_similarity > 0.0:
             best = max(idle, key=lambda s: (common_prefix(s.cache, prompt), -s.last_used))
-            if common_prefix(best.cache, prompt) / len(prompt) > self.slot_prompt_similarity:
+            n = common_prefix(best.cache, prompt)
+            if best.cache and n / len(prompt) > self.slot_prompt_similarity:
+                if n / len(best.cache) < 0.5:
+                    self._swap_cached(best, prompt)
                 return best
-        return min(idle, key=lambda s: s.last_used)
+        slot = min(idle, key=lambda s: s.last_used)
+        self._swap_cached(slot, prompt)
+        return slot
+
+    def _swap_cached(self, slot: KVSequence, prompt: list[int]) -> None:
+        """Save ``slot``'s state to the prompt cache and take the cached one that best
+        matches ``prompt`` (llama-server's update of its prompt cache)."""
+        cache = self.prompt_cache
+        if cache is None:
+            return
+        _log.debug("updating prompt cache")
+        cache.save(slot)
+        if not cache.load(slot, prompt):
+            slot.forget()
+        cache.update()
+
+    def _cache_idle_slots(self) -> None:
+        """--cache-idle-slots: once a task has started, save every idle slot, and clear
+        it where the KV cache is unified (its cells serve the busy slots then)."""
+        assert self.prompt_cache is not None
+        for slot in self.slots:
+            if self.tasks[slot.id] is None:
+                if self.prompt_cache.save(slot):
+                    _log.debug("__TEST_TAG_CACHE_IDLE_SLOT__")
+                    self.prompt_cache.update()
+                if self.kv_unified:
+                    slot.forget()
 
     def _start(self, slot: KVSequence, task: Task) -> None:
         if task.lora != self._slot_lora[slot.id]:
@@ -420,6 +465,8 @@ class Engine:
         slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
         self.tasks[slot.id] = task
         task.slot = slot.id
+        if self.cache_idle_slots:
+            self._cache_idle_slots()
         self.n_prompt_cached += slot.n_cached
         if task.job.progress:  # the first report: what the cache already holds
             self._outbox.append((task, slot.progress()))

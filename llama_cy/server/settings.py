@@ -93,7 +93,10 @@ class ServerSettings:
     sse_ping_interval: float = _flag("sse_ping_interval")
     slot_prompt_similarity: float = _flag("slot_prompt_similarity")
     ctx_checkpoints: int = _flag("ctx_checkpoints")
+    kv_unified_per_slot: int = _flag("kv_unified_per_slot")  #: a slot's most context (0: none)
     special: bool = _flag("special")  #: -sp: every special token generated shown as text
+    cache_ram: int = _flag("cache_ram")  #: the prompt cache's MiB (-1: no limit, 0: off)
+    cache_idle_slots: bool = _flag("cache_idle_slots")
     checkpoint_min_step: int = _flag("checkpoint_min_step")
     sampling: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)

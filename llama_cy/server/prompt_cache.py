@@ -1,0 +1,125 @@
+"""llama-server's prompt cache in host memory (``--cache-ram``, ``--cache-idle-slots``;
+b11434's ``server_prompt_cache``).
+
+When a slot is about to lose most of what its KV cache holds to a new prompt, its
+sequence state (with its context checkpoints) is copied to host memory first; and the
+slot then takes the cached state that best matches the new prompt, if that keeps more
+of it than the slot has. Entries go oldest first beyond a size limit (MiB) and a token
+limit (the context size, raised while the average entry fits the size limit). With
+``--cache-idle-slots`` every idle slot is saved when a task starts, and cleared where
+the KV cache is unified.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+from llama_cy.checkpoints import Checkpoint
+from llama_cy.errors import LlamaError
+from llama_cy.generation import KVSequence, common_prefix
+
+__all__ = ["CachedPrompt", "PromptCache"]
+
+_log = logging.getLogger("llama_cy")
+_MIB = 1024 * 1024
+
+
+@dataclass(slots=True)
+class CachedPrompt:
+    tokens: list[int]
+    checkpoints: list[Checkpoint]
+    data: bytes  #: the sequence's whole state (``state_seq_get_data``)
+
+    def size(self) -> int:
+        return len(self.data) + sum(len(c.data) for c in self.checkpoints)
+
+
+class PromptCache:
+    """The cached prompts, oldest first. ``limit_mib``: -1 no limit; ``limit_tokens``:
+    the context size."""
+
+    def __init__(self, limit_mib: int, limit_tokens: int) -> None:
+        self.limit_size = limit_mib * _MIB if limit_mib > 0 else 0
+        self.limit_tokens = limit_tokens
+        self.states: deque[CachedPrompt] = deque()
+
+    def size(self) -> int:
+        return sum(s.size() for s in self.states)
+
+    def n_tokens(self) -> int:
+        return sum(len(s.tokens) for s in self.states)
+
+    @staticmethod
+    def cacheable(slot: KVSequence) -> bool:
+        """A slot whose state can be kept: not one whose draft model's context would
+        need saving too, nor one holding images (not tokens) in its cache."""
+        spec = slot.spec
+        return not (spec is not None and spec.has_draft_model) and all(t >= 0 for t in slot.cache)
+
+    def save(self, slot: KVSequence) -> bool:
+        """Copy ``slot``'s state into the cache (``prompt_save``); False if it was empty,
+        is held already, or does not fit."""
+        tokens = slot.cache
+        if not tokens or not self.cacheable(slot):
+            return False
+        if any(common_prefix(s.tokens, tokens) == len(tokens) for s in self.states):
+            return False  # held whole by an entry already
+        data = slot.ctx.state_seq_get_data(slot.id)
+        entry = CachedPrompt(list(tokens), list(slot.checkpoints.items), data)
+        if self.limit_size and entry.size() > self.limit_size:
+            _log.warning(
+                "prompt state of %.3f MiB exceeds the cache's %.3f MiB: not cached",
+                entry.size() / _MIB,
+                self.limit_size / _MIB,
+            )
+            return False
+        # entries the new one holds whole are obsolete
+        self.states = deque(
+            s for s in self.states if common_prefix(s.tokens, tokens) != len(s.tokens)
+        )
+        while self.limit_size and self.states and self.size() + entry.size() > self.limit_size:
+            self.states.popleft()
+        self.states.append(entry)
+        return True
+
+    def load(self, slot: KVSequence, prompt: list[int]) -> bool:
+        """Give ``slot`` the cached state that keeps the most of ``prompt``, if any keeps
+        more than the slot does and at least a quarter of itself (``load``); False if
+        llama.cpp rejects it (the slot is then to be cleared)."""
+        if not self.cacheable(slot):
+            return True
+        lcp = common_prefix(slot.cache, prompt)
+        keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
+        sim_best = lcp / len(prompt)
+        best = None
+        for s in self.states:
+            n = common_prefix(s.tokens, prompt)
+            keep, sim = n / len(s.tokens), n / len(prompt)
+            if keep >= 0.25 and keep_best < keep and sim_best < sim:
+                keep_best, sim_best, best = keep, sim, s
+        if best is None:
+            return True
+        self.states.remove(best)
+        try:
+            slot.ctx.state_seq_set_data(best.data, slot.id)
+        except LlamaError as exc:
+            _log.error("failed to restore a cached prompt's state: %s", exc)
+            return False
+        slot.restored(best.tokens)
+        slot.checkpoints.items = list(best.checkpoints)
+        return True
+
+    def update(self) -> None:
+        """Drop the oldest entries beyond the limits: the size, then the tokens (the
+        token limit is raised to what the size limit holds at the average entry's cost
+        per token)."""
+        while self.limit_size and self.states and self.size() > self.limit_size:
+            self.states.popleft()
+        per_token = max(1.0, self.size() / max(1, self.n_tokens()))
+        limit = self.limit_tokens
+        if self.limit_size:
+            limit = max(limit, int(self.limit_size / per_token))
+        while self.limit_tokens > 0 and self.states and self.n_tokens() > limit:
+            self.states.popleft()
