@@ -18,6 +18,9 @@ import pytest
 from llama_cpp.server.__main__ import serve_argv
 from serving import free_port
 
+from llama_cy import cli
+from llama_cy.cli.serve import check_flags
+
 
 def start(
     *args: str, env: dict[str, str] | None = None, port: int | None = None
@@ -99,14 +102,23 @@ def test_settings_without_a_llama_server_counterpart_are_refused(
     tiny_model_path: Path, tmp_path: Path
 ) -> None:
     model = str(tiny_model_path)
-    with pytest.raises(ValueError, match="--cache"):
-        serve_argv({}, {"model": model, "cache": True})
+    with pytest.raises(ValueError, match="--cache_type disk"):
+        serve_argv({}, {"model": model, "cache": True, "cache_type": "disk"})
     with pytest.raises(ValueError, match="--vocab_only"):
         serve_argv({}, {"model": model, "vocab_only": True})
     argv = serve_argv({"port": 9999}, {"model": model, "type_k": 8, "split_mode": 0})
     assert argv[argv.index("-ctk") + 1] == "q8_0"
     assert argv[argv.index("-sm") + 1] == "none"
     assert argv[argv.index("--port") + 1] == "9999"
+    # llama-cpp-python's RAM prompt cache is llama-server's (off unless asked, as there)
+    assert argv[argv.index("--cache-ram") + 1] == "0"
+    argv = serve_argv({}, {"model": model, "cache": True, "cache_size": 256 << 20})
+    assert argv[argv.index("--cache-ram") + 1] == "256"
+    # prompt-lookup-decoding: n-grams of 2, draft_model_num_pred_tokens drafted
+    argv = serve_argv({}, {"model": model, "draft_model": "prompt-lookup-decoding"})
+    assert argv[argv.index("--spec-ngram-simple-size-m") + 1] == "10"
+    args = cli.parser().parse_args(["serve", *argv])
+    check_flags(args, argv)  # every flag given is one llama-cy serve takes
 
 
 def test_a_config_file_with_several_models_swaps_them(

@@ -275,3 +275,36 @@ def test_kv_unified_per_slot(tiny_model_path: Path) -> None:
         assert status == 400, err  # over the slot's 100 tokens
         status, _, out = server.request("POST", "/completion", {"prompt": "Hi", "n_predict": 2})
         assert status == 200, out
+
+
+def test_log_prompts_dir(tmp_path: Path, tiny_model_path: Path) -> None:
+    folder = tmp_path / "prompts" / "deep"  # made by the server
+    args = ("-c", "512", "-t", "2", "--no-warmup", "--log-prompts-dir", str(folder))
+    with Server(tiny_model_path, *args) as server:
+        for body in (
+            {"prompt": "Hello there", "n_predict": 1},
+            {"prompt": [1, 15043], "n_predict": 1},
+        ):
+            status, _, out = server.request("POST", "/completion", body)
+            assert status == 200, out
+        chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        status, _, out = server.request("POST", "/v1/chat/completions", chat)
+        assert status == 200, out
+    texts = [p.read_text() for p in sorted(folder.iterdir())]
+    assert texts[0] == "Hello there"
+    assert json.loads(texts[1]) == [1, 15043]  # a token prompt: as JSON
+    assert "Hi" in texts[2]  # the chat as rendered
+    assert len(texts) == 3
+
+
+def test_log_jsonl(tiny_model_path: Path) -> None:
+    args = ("-c", "512", "-t", "2", "--no-warmup", "--log-jsonl", "-v")
+    with Server(tiny_model_path, *args) as server:
+        status, _, _ = server.request("POST", "/completion", {"prompt": "Hi", "n_predict": 1})
+        assert status == 200
+        lines = [ln for ln in server.output().splitlines() if ln.startswith('{"type"')]
+    entries = [json.loads(ln) for ln in lines]
+    assert entries
+    assert {e["type"] for e in entries} == {"log"}
+    assert {e["level"] for e in entries} <= {"debug", "info", "warn", "error"}
+    assert all(e["msg"].endswith("\n") and isinstance(e["time"], int) for e in entries)

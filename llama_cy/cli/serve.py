@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
 import os
+import sys
+import time
 from collections.abc import Sequence
+from typing import ClassVar
 
 from llama_cy.cli.common import Bar, model_path, set_priority
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
@@ -63,6 +67,29 @@ def _list_devices() -> int:
     return 0
 
 
+class JsonlFormatter(logging.Formatter):
+    """llama.cpp's --log-jsonl lines (common/log.cpp): ``type``, ``time`` (microseconds
+    since the log started), ``level`` and ``msg`` (with its newline)."""
+
+    _LEVELS: ClassVar[dict[int, str]] = {
+        logging.DEBUG: "debug",
+        logging.INFO: "info",
+        logging.WARNING: "warn",
+    }
+    _start = time.time()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(
+            {
+                "type": "log",
+                "time": int((record.created - self._start) * 1e6),
+                "level": self._LEVELS.get(record.levelno, "error"),
+                "msg": record.getMessage() + "\n",
+            },
+            ensure_ascii=False,
+        )
+
+
 def _server_log(args: argparse.Namespace) -> None:
     """llama-server's log flags: -v (everything, llama.cpp's log too), -lv N (1 errors,
     2 warnings, 3 info, 4+ debug), --log-disable, --log-file."""
@@ -78,6 +105,9 @@ def _server_log(args: argparse.Namespace) -> None:
         logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if args.log_jsonl:  # llama.cpp's JSONL log: one object per line, on stdout
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(JsonlFormatter())
     root = logging.getLogger("llama_cy")
     root.addHandler(handler)
     root.setLevel(level)

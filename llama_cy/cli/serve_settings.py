@@ -172,6 +172,16 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
     return out
 
 
+def _prompts_dir(path: str | None) -> str | None:
+    """--log-prompts-dir, made if missing (a failure is a warning, as in llama-server)."""
+    if path:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            print(f"warning: failed to create prompts-log-dir {path!r}: {exc.strerror}")
+    return path
+
+
 def _ctx_size(args: argparse.Namespace) -> int:
     """-c, or with --kv-unified-per-slot N and no -c (-c 0 counts as given), the KV pool
     of llama-server: slots x N."""
@@ -265,6 +275,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         spm_infill=args.spm_infill,
         prefill_assistant=args.prefill_assistant,
         skip_chat_parsing=args.skip_chat_parsing,
+        log_prompts_dir=_prompts_dir(args.log_prompts_dir),
         ui_mcp_proxy=bool(args.ui_mcp_proxy) if args.agent is None else args.agent,
         tools=tools,
         tools_runtime=args.tools_runtime or "",

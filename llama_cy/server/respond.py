@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
+import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,7 +26,23 @@ from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import lora_for, verbose
 from llama_cy.server.schema import ApiError
 
-__all__ = ["GoneError", "run", "sse"]
+__all__ = ["GoneError", "log_prompt", "run", "sse"]
+
+_log = logging.getLogger("llama_cy.server")
+
+
+def log_prompt(folder: str, job: Job, body: Mapping[str, Any]) -> None:
+    """--log-prompts-dir: the request's prompt (a chat's, rendered) in a file named by
+    the milliseconds since the start, as llama-server writes it; a failure is logged."""
+    chat = job.chat
+    prompt = chat.prompt if chat is not None else body.get("prompt")
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt, indent=2)
+    path = os.path.join(folder, f"{int(time.monotonic() * 1000):012d}.txt")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        _log.error("failed to create %s: %s", path, exc.strerror)
 
 
 async def run(
@@ -40,6 +59,8 @@ async def run(
     as they come. ``verbose_view``: a verbose request's answer carries llama-server's
     view of it (``__verbose``), unless the answer already is that view."""
     engine = server.generating()
+    if server.settings.log_prompts_dir and jobs:
+        log_prompt(server.settings.log_prompts_dir, jobs[0][0], body)
     # llama-server's stream extras, asked per request
     per_token = bool(body.get("timings_per_token"))
     progress = bool(body.get("return_progress")) and bool(body.get("stream"))

@@ -64,6 +64,7 @@ class ServerSettings:
     spm_infill: bool = _flag("spm_infill")
     prefill_assistant: bool = _flag("prefill_assistant")
     skip_chat_parsing: bool = _flag("skip_chat_parsing")
+    log_prompts_dir: str | None = _flag("log_prompts_dir")  #: each prompt written to a file
     ui_mcp_proxy: bool = False
     tools: tuple[str, ...] = ()  #: --tools: llama-server's agent tools ("all" or names)
     tools_runtime: str = ""

@@ -108,8 +108,6 @@ SERVER_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
 _REFUSED = {
     "vocab_only": "a vocab_only model cannot serve completions",
     "lora_base": "llama.cpp dropped lora_base (an adapter applies to the model it is loaded on)",
-    "cache": "llama-cpp-python's prompt cache (llama-server's host-RAM cache, --cache-ram, "
-    "comes with llama_cy's next server issue); each slot reuses its own prompt already",
     "hf_tokenizer_config_path": "a Hugging Face tokenizer: llama.cpp's own tokenizer is used",
     "hf_pretrained_model_name_or_path": "a Hugging Face tokenizer: llama.cpp's own is used",
     "hf_model_repo_id": "downloads from the hub (llama-server's -hf comes with llama_cy's "
@@ -235,11 +233,19 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
             raise ValueError(
                 "--draft_model: llama-cpp-python's server knows only prompt-lookup-decoding"
             )
-        argv += ["--spec-type", "ngram-simple", "--spec-ngram-size-n", "2"]
-        argv += ["--draft-max", str(s["draft_model_num_pred_tokens"])]
+        # LlamaPromptLookupDecoding(num_pred_tokens=N): n-grams of 2, N tokens drafted,
+        # as Llama(draft_model=...) maps it
+        argv += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2"]
+        argv += ["--spec-ngram-simple-size-m", str(s["draft_model_num_pred_tokens"])]
     for flag, key in (("-ctk", "type_k"), ("-ctv", "type_v")):
         if s[key] is not None:
             argv += [flag, enum_name("GGML_TYPE_", s[key])]
+    # llama-cpp-python's prompt cache: in RAM, llama-server's --cache-ram (its size in
+    # MiB); on disk it has no counterpart. Off, as llama-cpp-python's default.
+    if s["cache"] and s["cache_type"] != "ram":
+        raise ValueError("--cache_type disk: llama-server's prompt cache is in RAM only")
+    cache_mib = max(1, s["cache_size"] >> 20) if s["cache"] else 0
+    argv += ["--cache-ram", str(cache_mib)]
     if s["api_key"]:
         argv += ["--api-key", s["api_key"]]
     if s["ssl_keyfile"]:
