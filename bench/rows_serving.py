@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 import time
-import urllib.request
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,17 +123,6 @@ def bench_server(
             rows.append(c)
 
 
-def _post(port: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        json.dumps(body).encode(),
-        {"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=600) as r:
-        out: dict[str, Any] = json.loads(r.read())
-        return out
-
-
 def bench_checkpoints(
     rows: list[Comparison], tools: dict[str, Path], models: dict[str, Path], args: Any
 ) -> None:
@@ -160,15 +149,14 @@ def bench_checkpoints(
         for name, cmd in commands.items():
             server = server_load.ServerProcess(cmd, port, WORK / "server-checkpoints.log")
             try:
-                first = _post(port, "/tokenize", {"content": story, "add_special": True})
-                more = _post(
-                    port, "/tokenize", {"content": " Then it slept.", "add_special": False}
-                )
-                _post(port, "/completion", {"prompt": first["tokens"], "n_predict": 300,
-                                            "temperature": 0, "ignore_eos": True})  # fmt: skip
+                post = partial(server_load.post, port)
+                first = post("/tokenize", {"content": story, "add_special": True})["tokens"]
+                more = post("/tokenize", {"content": " Then it slept.", "add_special": False})
+                post("/completion", {"prompt": first, "n_predict": 300, "temperature": 0,
+                                     "ignore_eos": True})  # fmt: skip
                 t0 = time.perf_counter()
-                out = _post(port, "/completion", {"prompt": first["tokens"] + more["tokens"],
-                                                  "n_predict": 8, "temperature": 0})  # fmt: skip
+                out = post("/completion", {"prompt": first + more["tokens"], "n_predict": 8,
+                                           "temperature": 0})  # fmt: skip
                 times[name].append((time.perf_counter() - t0) * 1e3)
                 decoded[name] = out["timings"]["prompt_n"]
                 print(f"  {name}: {times[name][-1]:.0f} ms, {decoded[name]} prompt tokens "

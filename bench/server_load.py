@@ -50,6 +50,18 @@ async def _post(port: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def post(port: int, path: str, body: dict[str, Any], timeout: float = 600) -> dict[str, Any]:
+    """One JSON request to a server on loopback, waited for."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        result: dict[str, Any] = json.loads(r.read())
+        return result
+
+
 def _unchunk(data: bytes) -> bytes:
     out = bytearray()
     while data:

@@ -16,10 +16,10 @@ prompt already cached, one request after another:
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from typing import Any
+
+from server_load import post
 
 import llama_cy as lc
 
@@ -46,19 +46,8 @@ def completion_speed(port: int, n: int = N, extra: dict[str, Any] | None = None)
     """Wall-clock tokens/s of one greedy /completion whose prompt is cached."""
     body = {"prompt": PROMPT, "n_predict": n, "temperature": 0, "cache_prompt": True}
     body.update(extra or {})
-    _post(port, {**body, "n_predict": 1})  # the prompt goes into the cache
+    post(port, "/completion", {**body, "n_predict": 1})  # the prompt goes into the cache
     t0 = time.perf_counter()
-    out = _post(port, body)
+    out = post(port, "/completion", body)
     dt = time.perf_counter() - t0
     return int(out["tokens_predicted"]) / dt
-
-
-def _post(port: int, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/completion",
-        json.dumps(body).encode(),
-        {"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=300) as r:
-        result: dict[str, Any] = json.loads(r.read())
-        return result

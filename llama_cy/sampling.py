@@ -285,28 +285,13 @@ def build_sampler(
         chain.append(
             LlamaSampler.logit_bias(n_vocab, {int(k): float(v) for k, v in p.logit_bias.items()})
         )
-    if p.repeat_penalty != 1.0 or p.frequency_penalty != 0.0 or p.presence_penalty != 0.0:
-        chain.append(
-            LlamaSampler.penalties(
-                n_vocab,
-                _window("penalty_last_n", p.penalty_last_n, n_ctx),
-                p.repeat_penalty,
-                p.frequency_penalty,
-                p.presence_penalty,
-            )
-        )
-    if p.dry_multiplier > 0.0:
-        chain.append(
-            LlamaSampler.dry(
-                model,
-                p.dry_multiplier,
-                p.dry_base,
-                p.dry_allowed_length,
-                _window("dry_penalty_last_n", p.dry_penalty_last_n, n_ctx),
-                p.dry_sequence_breakers,
-            )
-        )
-    if p.samplers is not None and p.mirostat_mode == 0:
+    # A sampler order (llama-server's --samplers) places the penalties and DRY itself.
+    ordered = p.samplers is not None and p.mirostat_mode == 0
+    if not ordered and (p.repeat_penalty, p.frequency_penalty, p.presence_penalty) != (1, 0, 0):
+        chain.append(_penalties(model, p, n_ctx))
+    if not ordered and p.dry_multiplier > 0.0:
+        chain.append(_dry(model, p, n_ctx))
+    if ordered:
         chain += _ordered(model, p, seed, n_ctx)
     elif p.temperature <= 0.0:
         chain.append(LlamaSampler.greedy())
@@ -352,34 +337,30 @@ def build_sampler(
     return LlamaSampler.chain(chain, no_perf=True), grammar
 
 
+def _penalties(model: LlamaModel, p: SamplingParams, n_ctx: int) -> LlamaSampler:
+    window = _window("penalty_last_n", p.penalty_last_n, n_ctx)
+    return LlamaSampler.penalties(
+        model.n_vocab, window, p.repeat_penalty, p.frequency_penalty, p.presence_penalty
+    )
+
+
+def _dry(model: LlamaModel, p: SamplingParams, n_ctx: int) -> LlamaSampler:
+    window = _window("dry_penalty_last_n", p.dry_penalty_last_n, n_ctx)
+    return LlamaSampler.dry(
+        model, p.dry_multiplier, p.dry_base, p.dry_allowed_length, window, p.dry_sequence_breakers
+    )
+
+
 def _ordered(model: LlamaModel, p: SamplingParams, seed: int, n_ctx: int) -> list[LlamaSampler]:
     """``p.samplers``' stages in their order, then the draw: common_sampler_init's loop,
     where a stage is added whatever its setting (a stage at its neutral value passes
     the candidates through) and the temperature applies only if listed."""
-    n_vocab = model.n_vocab
     stages: list[LlamaSampler] = []
     for name in p.samplers or ():
         if name == "penalties":
-            stages.append(
-                LlamaSampler.penalties(
-                    n_vocab,
-                    _window("penalty_last_n", p.penalty_last_n, n_ctx),
-                    p.repeat_penalty,
-                    p.frequency_penalty,
-                    p.presence_penalty,
-                )
-            )
+            stages.append(_penalties(model, p, n_ctx))
         elif name == "dry":
-            stages.append(
-                LlamaSampler.dry(
-                    model,
-                    p.dry_multiplier,
-                    p.dry_base,
-                    p.dry_allowed_length,
-                    _window("dry_penalty_last_n", p.dry_penalty_last_n, n_ctx),
-                    p.dry_sequence_breakers,
-                )
-            )
+            stages.append(_dry(model, p, n_ctx))
         elif name == "top_n_sigma":
             stages.append(LlamaSampler.top_n_sigma(p.top_n_sigma))
         elif name == "top_k":

@@ -84,6 +84,13 @@ def test_ordered_chain_follows_the_list(tiny: lc.LlamaModel) -> None:
     # Without "temperature" in the list, temperature 0 does not make the draw greedy.
     drawn = {text(temperature=0, seed=s, samplers=["min_p"], min_p=0.0) for s in range(4)}
     assert drawn != {greedy}
+    # The penalties apply where the list puts them, and only there (not twice).
+    rep = {"temperature": 0, "top_k": 1, "repeat_penalty": 50.0, "seed": 1}
+    assert text(samplers=["top_k"], **rep) == greedy
+    assert text(samplers=["penalties", "top_k"], **rep) == text(
+        samplers=["penalties", "penalties", "top_k"], **{**rep, "repeat_penalty": 50.0**2}
+    )
+    assert text(samplers=["penalties", "top_k"], **rep) != greedy
     # llama.cpp's default order is the chain without a list.
     for seed in (1, 2):
         assert text(seed=seed, samplers=list(DEFAULT_SAMPLERS)) == text(seed=seed)
