@@ -5,6 +5,7 @@ from typing import Literal, Self, final
 import numpy as np
 import numpy.typing as npt
 
+from llama_cy._backend import Device
 from llama_cy._context import LlamaContext
 from llama_cy._handle import Handle
 from llama_cy._model import LlamaModel
@@ -94,6 +95,7 @@ class MtmdContext(ViewOwner):
         flash_attn: bool | None = None,
         warmup: bool = True,
         print_timings: bool = False,
+        device: Device | None = None,
     ) -> Self: ...
     @property
     def model(self) -> LlamaModel: ...

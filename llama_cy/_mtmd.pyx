@@ -27,7 +27,7 @@ from libc.stddef cimport size_t
 from llama_cy._c cimport llama as c
 from llama_cy._c cimport mtmd as m
 from llama_cy._c cimport mtmd_helper as mh
-from llama_cy._backend cimport _log_callback, _log_silent
+from llama_cy._backend cimport Device, _log_callback, _log_silent
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._context cimport LlamaContext, _check_threads
 from llama_cy._handle cimport Handle
@@ -375,14 +375,16 @@ cdef class MtmdContext(ViewOwner):
     """A multimodal projector (``mmproj`` GGUF) loaded for a text model.
 
     ``use_gpu`` offloads the projector to the first GPU (llama-server's
-    ``--mmproj-offload``); ``image_min_tokens``/``image_max_tokens`` bound the tokens
+    ``--mmproj-offload``), or to ``device`` (a :class:`~llama_cy.Device`, its
+    ``--mmproj-device``); ``image_min_tokens``/``image_max_tokens`` bound the tokens
     an image becomes, for projectors with dynamic resolution (-1: the file's own).
     One thread at a time encodes; others wait.
     """
 
     def __cinit__(self, LlamaModel model not None, path, *, bint use_gpu=True,
                   n_threads=None, int image_min_tokens=-1, int image_max_tokens=-1,
-                  flash_attn=None, bint warmup=True, bint print_timings=False):
+                  flash_attn=None, bint warmup=True, bint print_timings=False,
+                  Device device=None):
         self.ptr = NULL
         model._ensure_alive()
         if not os.path.isfile(path):
@@ -399,6 +401,8 @@ cdef class MtmdContext(ViewOwner):
             "n_threads", default_n_threads() if n_threads is None else n_threads)
         cdef m.mtmd_context_params params = m.mtmd_context_params_default()
         params.use_gpu = use_gpu
+        if device is not None:
+            params.device = device.dev
         params.n_threads = threads
         params.print_timings = print_timings
         params.warmup = warmup

@@ -4,14 +4,19 @@ and llama-server's own routes, checked against llama.cpp's mtmd evaluation."""
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference
-from serving import Server
+from serving import Server, free_port
 from test_mtmd import AUDIO, IMAGE, data_uri, image_message
+from test_rpc import _wait_port
+
+import llama_cy as lc
 
 CHAT_TEMPLATE = Path(__file__).parent / "data" / "chat_template.jinja"
 
@@ -322,3 +327,32 @@ def test_an_image_joins_a_running_batch(server: Server) -> None:
     t.join()
     assert status == 200, r
     assert done["image"] < done["text"]
+
+
+def test_mmproj_device_places_the_projector(tiny_model_path: Path, vision_path: Path) -> None:
+    """-mmdev: the projector's device. With no GPU here, an RPC server on loopback is the
+    device (its name, RPC0, comes with --rpc); clip logs the backend it runs on."""
+    if not lc.supports_rpc():
+        pytest.skip("built with -Drpc=false")
+    port = free_port()
+    rpc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cy", "rpc-server", "-p", str(port), "-t", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = ("--mmproj", str(vision_path), "-c", "1024", "-t", "2", "--no-warmup", "-v")
+    base += ("--chat-template-file", str(CHAT_TEMPLATE), "--rpc", f"127.0.0.1:{port}")
+    try:
+        _wait_port(port, rpc)
+        for device, backend in (("RPC0", "CLIP using RPC0"), ("none", "CLIP using CPU")):
+            with Server(tiny_model_path, *base, "-ngl", "0", "-mmdev", device) as server:
+                assert backend in server.output()
+                body = {"messages": image_message("What?", data_uri(IMAGE, "image/jpeg"))}
+                status, _, out = server.request("POST", "/v1/chat/completions", {
+                    **body, "max_tokens": 2})  # fmt: skip
+                assert status == 200, out
+        with pytest.raises(RuntimeError, match="unknown device"):
+            Server(tiny_model_path, *base, "-mmdev", "GPU9")
+    finally:
+        rpc.terminate()
+        rpc.wait(timeout=30)

@@ -330,6 +330,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         ),
         mmproj=args.mmproj,
         mmproj_offload=args.mmproj_offload,
+        mmproj_device=args.mmproj_device,
         image_min_tokens=args.image_min_tokens,
         image_max_tokens=args.image_max_tokens,
         media_path=args.media_path,

@@ -33,7 +33,12 @@ from llama_cy.media import MediaSource
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine, RateWindow
 from llama_cy.server.schema import ApiError
-from llama_cy.server.settings import ServerSettings, load_model, load_model_draft
+from llama_cy.server.settings import (
+    ServerSettings,
+    load_model,
+    load_model_draft,
+    mmproj_device,
+)
 
 __all__ = ["Endpoint", "RouteSpec", "Server"]
 
@@ -100,8 +105,8 @@ class Server:
             self.mtmd = MtmdContext(
                 model,
                 settings.mmproj,
-                use_gpu=settings.mmproj_offload,
                 n_threads=settings.threads_batch or settings.threads,
+                **mmproj_device(settings),
                 image_min_tokens=settings.image_min_tokens,
                 image_max_tokens=settings.image_max_tokens,
             )

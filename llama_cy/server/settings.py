@@ -13,7 +13,13 @@ from llama_cy._model import LlamaModel
 from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 
-__all__ = ["ServerSettings", "load_keywords", "load_model", "load_model_draft"]
+__all__ = [
+    "ServerSettings",
+    "load_keywords",
+    "load_model",
+    "load_model_draft",
+    "mmproj_device",
+]
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class ServerSettings:
     control_vector_layer_range: tuple[int, int] | None = None
     mmproj: str | None = _flag("mmproj")  #: --mmproj: a multimodal projector file
     mmproj_offload: bool = _flag("mmproj_offload")
+    mmproj_device: str | None = _flag("mmproj_device")  #: -mmdev: a device name, or "none"
     image_min_tokens: int = _flag("image_min_tokens")
     image_max_tokens: int = _flag("image_max_tokens")
     media_path: str | None = _flag(
@@ -222,6 +229,24 @@ def load_model_draft(settings: ServerSettings) -> LlamaModel:
         rpc_servers=settings.rpc,
         **load_keywords(settings.load_draft),
     )
+
+
+def mmproj_device(settings: ServerSettings) -> dict[str, Any]:
+    """``MtmdContext``'s ``use_gpu``/``device`` from --mmproj-offload and -mmdev (one
+    device, or none: the CPU), as llama-server reads them."""
+    name = settings.mmproj_device
+    if name is None:
+        return {"use_gpu": settings.mmproj_offload}
+    if name == "none":
+        return {"use_gpu": False}
+    found = load_keywords({"devices": split_names(name)})["devices"]
+    if len(found) != 1:
+        raise ValueError(f"--mmproj-device: only one device may be given, not {name!r}")
+    return {"use_gpu": True, "device": found[0]}
+
+
+def split_names(value: str) -> list[str]:
+    return [x.strip() for x in value.split(",") if x.strip()]
 
 
 def load_keywords(load: Mapping[str, Any]) -> dict[str, Any]:
