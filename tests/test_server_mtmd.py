@@ -340,8 +340,8 @@ def test_mmproj_device_places_the_projector(tiny_model_path: Path, vision_path: 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    base = ("--mmproj", str(vision_path), "-c", "1024", "-t", "2", "--no-warmup", "-v")
-    base += ("--chat-template-file", str(CHAT_TEMPLATE), "--rpc", f"127.0.0.1:{port}")
+    base = ["--mmproj", str(vision_path), "-c", "1024", "-t", "2", "--no-warmup", "-v"]
+    base += ["--chat-template-file", str(CHAT_TEMPLATE), "--rpc", f"127.0.0.1:{port}"]
     try:
         _wait_port(port, rpc)
         for device, backend in (("RPC0", "CLIP using RPC0"), ("none", "CLIP using CPU")):
