@@ -124,8 +124,8 @@ def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_refused_flag_stops_the_server(tiny_fim: Path) -> None:
-    with pytest.raises(RuntimeError, match="--mmproj-device is not supported"):
-        Server(tiny_fim, "--mmproj-device", "CPU")
+    with pytest.raises(RuntimeError, match="--video-fps is not supported"):
+        Server(tiny_fim, "--video-fps", "2")
 
 
 # ---- routes ----------------------------------------------------------------------------
