@@ -31,6 +31,7 @@ __all__ = [
     "LogitsProcessor",
     "SamplingParams",
     "build_sampler",
+    "eog_bias",
     "sampler_types",
 ]
 
@@ -62,6 +63,12 @@ _SAMPLER_NAMES: dict[str, str] = {
     **{n: n for n in SAMPLER_TYPES},
 }
 _SAMPLER_CHARS = {ch: n for n, ch in SAMPLER_TYPES.items()}
+
+
+def eog_bias(model: LlamaModel) -> dict[int, float]:
+    """Every end-of-generation token biased to never (llama.cpp's ``logit_bias_eog``:
+    ``--ignore-eos``, a request's ``ignore_eos``)."""
+    return {t: float("-inf") for t in range(model.n_vocab) if model.is_eog(t)}
 
 
 def sampler_types(value: str | Sequence[str]) -> tuple[str, ...]:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,28 +66,54 @@ def test_flags_make_the_pools_placement() -> None:
         parse("-C", "zz")
 
 
-def test_placed_pools_compute_the_same(tiny: lc.LlamaModel) -> None:
-    tokens = tiny.tokenize("Hello world, once upon a time")
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [0]
-    placed: dict[str, Any] = {
-        "cpu_params": CpuParams(cpumask=frozenset(cpus[:1]), poll=0, strict_cpu=True),
-        "cpu_params_batch": CpuParams(cpumask=frozenset(cpus), priority=0, poll=100),
-    }
-    out = []
-    for kw in ({}, placed):
-        ctx = lc.LlamaContext(tiny, n_ctx=128, n_threads=1, n_threads_batch=2, **kw)
-        batch = lc.LlamaBatch(64)
-        batch.add_sequence(tokens, 0, 0, logits_last=True)
-        ctx.decode(batch)
-        first = ctx.logits(-1).copy()
-        batch.clear()
-        batch.add(int(np.argmax(first)), len(tokens), [0], True)
-        ctx.decode(batch)  # one token: the generation pool
-        out.append((first, ctx.logits(-1).copy()))
-        ctx.set_n_threads(2, 1)  # new pools, the same placement
-        ctx.close()
-    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5, atol=1e-5)
+PLACED = """
+import glob, json, os, sys
+import numpy as np
+import llama_cy as lc
+from llama_cy import CpuParams
+
+def masks():  # each thread's CPUs (Linux)
+    return sorted({ln.split()[1] for p in glob.glob("/proc/self/task/*/status")
+                   for ln in open(p) if ln.startswith("Cpus_allowed_list")})
+
+model = lc.LlamaModel.load(sys.argv[1])
+tokens = model.tokenize("Hello world, once upon a time")
+last = str(max(os.sched_getaffinity(0)))
+placed = {
+    "cpu_params": CpuParams(cpumask=frozenset({int(last)}), poll=0, strict_cpu=True),
+    "cpu_params_batch": CpuParams(cpumask=frozenset(os.sched_getaffinity(0)), poll=100),
+}
+out, seen = [], []
+for kw in ({}, placed):
+    ctx = lc.LlamaContext(model, n_ctx=128, n_threads=1, n_threads_batch=2, **kw)
+    batch = lc.LlamaBatch(64)
+    batch.add_sequence(tokens, 0, 0, logits_last=True)
+    ctx.decode(batch)  # the batch pool
+    first = ctx.logits(-1).copy()
+    batch.clear()
+    batch.add(int(np.argmax(first)), len(tokens), [0], True)
+    ctx.decode(batch)  # one token: the generation pool, pinned
+    seen.append(masks())
+    out.append([first.tolist(), ctx.logits(-1).tolist()])
+    ctx.set_n_threads(2, 1)  # new pools, the same placement
+    ctx.close()
+print(json.dumps({"out": out, "seen": seen, "last": last}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads' CPUs from /proc")
+def test_placed_pools_run_where_placed_and_compute_the_same(tiny_model_path: Path) -> None:
+    # A child: ggml pins the calling thread too, which must not pin this test process.
+    result = run_python(PLACED, str(tiny_model_path))
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    plain, placed = got["out"]
+    np.testing.assert_allclose(plain, placed, rtol=1e-5, atol=1e-5)
+    assert got["last"] not in got["seen"][0] or len(os.sched_getaffinity(0)) == 1
+    assert got["last"] in got["seen"][1]  # the generation threads run on that CPU only
+
+
+def test_cpu_params_are_checked(tiny: lc.LlamaModel) -> None:
     with pytest.raises(TypeError, match="CpuParams"):
         lc.LlamaContext(tiny, n_ctx=64, cpu_params={"poll": 0})  # type: ignore[arg-type]
 

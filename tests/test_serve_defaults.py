@@ -315,3 +315,11 @@ def test_log_jsonl(tiny_model_path: Path) -> None:
     assert {e["type"] for e in entries} == {"log"}
     assert {e["level"] for e in entries} <= {"debug", "info", "warn", "error"}
     assert all(e["msg"].endswith("\n") and isinstance(e["time"], int) for e in entries)
+
+
+def test_mmproj_device_takes_one_device() -> None:
+    args = cli.parser().parse_args(["serve", "-mmdev", "CPU,CPU"])
+    with pytest.raises(SystemExit, match="only one device"):
+        settings_from_args(args, "x.gguf")
+    args = cli.parser().parse_args(["serve", "-mmdev", "none"])
+    assert settings_from_args(args, "x.gguf").mmproj_device == "none"

@@ -17,7 +17,6 @@ __all__ = [
     "Bar",
     "chat_template",
     "cpu_params",
-    "eog_bias",
     "flash",
     "grammar",
     "llama",
@@ -171,12 +170,6 @@ def samplers(args: argparse.Namespace) -> tuple[str, ...] | None:
     return order
 
 
-def eog_bias(model: Any) -> dict[int, float]:
-    """--ignore-eos: every end-of-generation token biased to never (llama.cpp's
-    ``logit_bias_eog``)."""
-    return {t: float("-inf") for t in range(model.n_vocab) if model.is_eog(t)}
-
-
 def sampling(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     """The sampling keywords of a ``run`` or ``chat`` call on ``model``."""
     out = {
@@ -188,6 +181,8 @@ def sampling(args: argparse.Namespace, model: Any) -> dict[str, Any]:
         "samplers": samplers(args),
     }
     if args.ignore_eos:
+        from llama_cy.sampling import eog_bias
+
         out["logit_bias"] = eog_bias(model)
     return out
 

@@ -172,6 +172,15 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
     return out
 
 
+def _mmproj_device(value: str | None) -> str | None:
+    """-mmdev: one device's name, or none."""
+    if value is not None and len(split(value)) != 1:
+        raise SystemExit(
+            f"llama-cy serve: --mmproj-device: only one device may be given, not {value!r}"
+        )
+    return value.strip() if value is not None else None
+
+
 def _prompts_dir(path: str | None) -> str | None:
     """--log-prompts-dir, made if missing (a failure is a warning, as in llama-server)."""
     if path:
@@ -330,7 +339,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         ),
         mmproj=args.mmproj,
         mmproj_offload=args.mmproj_offload,
-        mmproj_device=args.mmproj_device,
+        mmproj_device=_mmproj_device(args.mmproj_device),
         image_min_tokens=args.image_min_tokens,
         image_max_tokens=args.image_max_tokens,
         media_path=args.media_path,

@@ -30,6 +30,7 @@ from llama_cy._mtmd import MtmdContext
 from llama_cy._server_tools import ServerTools
 from llama_cy.embedding import Embedder
 from llama_cy.media import MediaSource
+from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine, RateWindow
 from llama_cy.server.schema import ApiError
@@ -287,10 +288,9 @@ class Server:
         return self.engine
 
     @functools.cached_property
-    def eog_tokens(self) -> list[int]:
-        """The model's end-of-generation tokens."""
-        m = self.model
-        return [t for t in range(m.n_vocab) if m.is_eog(t)]
+    def eog_bias(self) -> dict[int, float]:
+        """A request's ``ignore_eos``: the model's end-of-generation tokens at -inf."""
+        return eog_bias(self.model)
 
     async def embed(self, inputs: list[list[int]], normalize: bool) -> list[Any]:
         """Embed in a worker thread, one request at a time."""

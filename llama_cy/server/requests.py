@@ -68,7 +68,7 @@ def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = value
     if body.get("ignore_eos"):
         bias = dict(out.get("logit_bias") or server.settings.sampling.get("logit_bias") or {})
-        bias.update(dict.fromkeys(server.eog_tokens, float("-inf")))
+        bias.update(server.eog_bias)
         out["logit_bias"] = bias
     return out
 

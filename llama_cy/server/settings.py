@@ -12,6 +12,7 @@ from llama_cy._backend import Device, devices
 from llama_cy._model import LlamaModel
 from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
+from llama_cy.sampling import eog_bias
 
 __all__ = [
     "ServerSettings",
@@ -178,8 +179,7 @@ class ServerSettings:
         """The requests' default sampling: ``sampling``, with --ignore-eos's biases."""
         out = dict(self.sampling)
         if self.ignore_eos:
-            eog = {t: float("-inf") for t in range(model.n_vocab) if model.is_eog(t)}
-            out["logit_bias"] = {**dict(out.get("logit_bias") or {}), **eog}
+            out["logit_bias"] = {**dict(out.get("logit_bias") or {}), **eog_bias(model)}
         return out
 
     def context_kwargs(self, model: LlamaModel) -> dict[str, Any]:
@@ -239,14 +239,8 @@ def mmproj_device(settings: ServerSettings) -> dict[str, Any]:
         return {"use_gpu": settings.mmproj_offload}
     if name == "none":
         return {"use_gpu": False}
-    found = load_keywords({"devices": split_names(name)})["devices"]
-    if len(found) != 1:
-        raise ValueError(f"--mmproj-device: only one device may be given, not {name!r}")
-    return {"use_gpu": True, "device": found[0]}
-
-
-def split_names(value: str) -> list[str]:
-    return [x.strip() for x in value.split(",") if x.strip()]
+    (device,) = load_keywords({"devices": [name]})["devices"]
+    return {"use_gpu": True, "device": device}
 
 
 def load_keywords(load: Mapping[str, Any]) -> dict[str, Any]:
