@@ -30,7 +30,7 @@ class Server:
 
     def __init__(
         self,
-        model: Path,
+        model: Path | None,
         *args: str,
         api_key: str | None = None,
         env: dict[str, str] | None = None,
@@ -45,8 +45,7 @@ class Server:
             "-m",
             "llama_cy",
             "serve",
-            "-m",
-            str(model),
+            *(["-m", str(model)] if model is not None else []),  # none: router mode
             "--port",
             str(self.port),
         ]

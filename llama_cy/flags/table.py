@@ -46,7 +46,6 @@ _MTMD = (
     "video input, the projector's device and its batch size are not chosen here (the "
     "projector runs on the first GPU, or the CPU)"
 )
-_ROUTER = "llama-cy serve runs one model: llama-server's router mode is not built"
 _DRAFT_CPU = (
     "llama-server b11434 gives the draft model's context the target's CPU placement "
     "(common_base_params_to_speculative copies it), so this changes nothing there either"
@@ -522,11 +521,16 @@ FLAGS: tuple[Flag, ...] = (
        help="folder for /slots/ID?action=save|restore"),
     used("--media-path", "media_path", "PATH",
        help="folder that file:// media URLs are read under (default: none allowed)"),
-    refused("--models-dir", "models_dir", "PATH", _ROUTER, env="LLAMA_ARG_MODELS_DIR"),
-    refused("--models-preset", "models_preset", "PATH", _ROUTER),
-    refused("--models-max", "models_max", "N", _ROUTER),
-    refused("--models-autoload", "models_autoload", None, _ROUTER,
-             negative=("--no-models-autoload",)),
+    used("--models-dir", "models_dir", "PATH", env="LLAMA_ARG_MODELS_DIR",
+         help="router mode (no -m): a model per GGUF file or subfolder of PATH"),
+    used("--models-preset", "models_preset", "PATH", env="LLAMA_ARG_MODELS_PRESET",
+         help="router mode: models and their flags from an INI file"),
+    used("--models-max", "models_max", "N", type=int, default=4, env="LLAMA_ARG_MODELS_MAX",
+         help="router mode: models loaded at once, 0 for no limit (the least recently "
+         "used idle one is unloaded)"),
+    used("--models-autoload", "models_autoload", None, default=True,
+         negative=("--no-models-autoload",), env="LLAMA_ARG_MODELS_AUTOLOAD",
+         help="router mode: load a model when a request names it (default: on)"),
     used("--jinja", "jinja", None, default=True, negative=("--no-jinja",), env="LLAMA_ARG_JINJA",
        help="render with llama.cpp's Jinja engine (--no-jinja: its built-in formatter)",
        commands=CHAT | SERVE),

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from llama_cy.server.app import create_app
     from llama_cy.server.core import Server
     from llama_cy.server.engine import Engine, QueueFullError
+    from llama_cy.server.router import Router
     from llama_cy.server.settings import ServerSettings, load_model
 
 # Imported when first used: the command line reads llama_cy.server.flags without
@@ -48,6 +49,7 @@ __all__ = [
     "create_app",
     "load_model",
     "serve",
+    "serve_router",
 ]
 
 
@@ -71,14 +73,22 @@ def serve(
 
     from llama_cy.server import vertex
     from llama_cy.server.app import create_app
+    from llama_cy.server.router import ChildLink
+    from llama_cy.server.routes.openai import model_card
     from llama_cy.server.settings import load_model
 
     port = vertex.port(port)  # Vertex AI's AIP_HTTP_PORT wins, as in llama-server
     sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
+    link = ChildLink() if ChildLink.active() else None  # a router's child
+    if link is not None:
+        link.notify("loading")
     model = load_model(settings, progress)
     try:
         # The server owns the model: it closes it, and frees and reloads it to sleep.
         app = create_app(model, settings, static_path=static_path, owns_model=True)
+        if link is not None:
+            app.state.server.on_state = link.notify
+            link.notify("ready", model_card(app.state.server))
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -102,6 +112,44 @@ def serve(
         Server(config).run(sockets=sockets)
     finally:
         model.close()
+        for s in sockets:
+            s.close()
+
+
+def serve_router(
+    router: Router,
+    settings: ServerSettings,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    autoload: bool = True,
+    reuse_port: bool = False,
+    ssl_keyfile: str | None = None,
+    ssl_certfile: str | None = None,
+) -> None:
+    """llama-server's router mode: serve ``router``'s models, each in a child server
+    started on demand, until interrupted."""
+    import uvicorn
+
+    from llama_cy.server.app import create_router_app
+
+    sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
+    router.router_port = port
+    try:
+        app = create_router_app(router, settings, autoload)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+            ssl_keyfile=ssl_keyfile,
+            ssl_certfile=ssl_certfile,
+        )
+        where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
+        print(
+            f"llama-cy: router mode on {where}: models load on demand", file=sys.stderr, flush=True
+        )
+        uvicorn.Server(config).run(sockets=sockets)
+    finally:
         for s in sockets:
             s.close()
 

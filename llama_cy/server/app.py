@@ -32,6 +32,7 @@ from llama_cy.errors import ContextOverflowError, KVCacheFullError
 from llama_cy.server import ui, vertex
 from llama_cy.server.core import Endpoint, Server
 from llama_cy.server.engine import QueueFullError
+from llama_cy.server.router import Router
 from llama_cy.server.routes import (
     anthropic,
     embeddings,
@@ -43,10 +44,11 @@ from llama_cy.server.routes import (
     proxy,
     server_tools,
 )
+from llama_cy.server.routes import router as router_routes
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import ServerSettings
 
-__all__ = ["Server", "create_app", "routes", "wrap"]
+__all__ = ["Server", "create_app", "create_router_app", "routes", "wrap"]
 
 _log = logging.getLogger("llama_cy.server")
 
@@ -117,6 +119,45 @@ def wrap(server: Server, fn: Endpoint, public: bool) -> Endpoint:
             return ApiError(500, f"{type(exc).__name__}: {exc}", "server_error").response()
 
     return endpoint
+
+
+def create_router_app(router: Router, settings: ServerSettings, autoload: bool) -> Starlette:
+    """The ASGI app of llama-server's router mode (:mod:`.router`): the models
+    listed in ``router`` load on demand, or at start with ``load-on-startup``."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        for name in router.startup:
+            _log.info("(startup) loading model %s", name)
+            await router.load(name)
+        try:
+            yield
+        finally:
+            await router.unload_all()
+
+    def guarded(fn: Endpoint, public: bool) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            try:
+                if not public:
+                    _authorize(settings, request)
+                return await fn(request)
+            except ApiError as exc:
+                return exc.response()
+            except (ValueError, TypeError, KeyError) as exc:
+                return ApiError(400, str(exc) or type(exc).__name__).response()
+            except Exception as exc:  # ours, not the client's: still JSON, still alive
+                _log.exception("request to %s failed", request.url.path)
+                return ApiError(500, f"{type(exc).__name__}: {exc}", "server_error").response()
+
+        return endpoint
+
+    prefix = settings.api_prefix
+    table = router_routes.routes(router, settings, autoload)
+    mounted = [Route(prefix + p, guarded(fn, public), methods=m) for p, fn, m, public in table]
+    app = Starlette(routes=mounted, lifespan=lifespan)
+    app.add_middleware(Cors, settings=settings)
+    app.state.router = router
+    return app
 
 
 def _authorize(settings: ServerSettings, request: Request) -> None:

@@ -78,6 +78,9 @@ class Server:
         self.active = 0
         self.last_active = time.monotonic()
         self.sleeping = False
+        #: called with "sleeping" and "ready" as the server falls asleep and wakes (a
+        #: router's child tells its router so)
+        self.on_state: Callable[[str], object] | None = None
         self.metrics_base: dict[str, float] = {}
         self.frozen_window: RateWindow | None = None
         self._wake_lock = asyncio.Lock()
@@ -226,6 +229,8 @@ class Server:
         self.metrics_base = self.counters()
         self.frozen_window = self.engine.window if self.engine is not None else None
         self.sleeping = True
+        if self.on_state is not None:
+            self.on_state("sleeping")
         self._teardown()
         self.engine = None
         self.embedder = None
@@ -253,6 +258,8 @@ class Server:
         self.start()
         self.frozen_window = None
         self.sleeping = False
+        if self.on_state is not None:
+            self.on_state("ready")
 
     async def watch_idle(self) -> None:
         """Put the server to sleep after ``--sleep-idle-seconds`` without work."""

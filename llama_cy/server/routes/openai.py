@@ -19,7 +19,20 @@ from llama_cy.server.inputs import input_prompts, prompt
 from llama_cy.server.requests import chat_parser, prepare_chat, read_body, sampling, stop
 from llama_cy.server.schema import ApiError
 
-__all__ = ["combine_choices", "routes"]
+__all__ = ["combine_choices", "model_card", "routes"]
+
+
+def model_card(server: Server) -> dict[str, Any]:
+    """The model's entry in ``/v1/models`` (and what a router's child reports)."""
+    return {
+        "id": server.model_id,
+        "object": "model",
+        "created": server.started,
+        "owned_by": "llama_cy",
+        "aliases": sorted(server.settings.aliases),
+        "tags": sorted(server.settings.tags),
+        "meta": server.model_card,
+    }
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -31,16 +44,7 @@ def routes(server: Server) -> list[RouteSpec]:
         return JSONResponse({"status": "ok"})
 
     async def models(request: Request) -> Response:
-        meta = server.model_card
-        card = {
-            "id": server.model_id,
-            "object": "model",
-            "created": server.started,
-            "owned_by": "llama_cy",
-            "aliases": sorted(server.settings.aliases),
-            "tags": sorted(server.settings.tags),
-            "meta": meta,
-        }
+        card = model_card(server)
         # llama-server's Ollama-style list beside OpenAI's: capabilities name the modalities.
         caps = ["completion", "multimodal"] if server.mtmd is not None else ["completion"]
         entry = {"name": server.model_id, "model": server.model_id, "capabilities": caps}

@@ -1,0 +1,651 @@
+"""llama-server's router mode (tools/server/server-models.cpp): with no model given, the
+server runs one child ``llama-cy serve`` per model it is asked for, on a loopback port
+of its own, and forwards each request to the child its ``"model"`` names.
+
+- The models: the presets of ``--models-preset``, the GGUF files of ``--models-dir``,
+  and the demo model when its package is installed (:mod:`.presets`). The router's own
+  flags are laid over every preset.
+- At most ``--models-max`` children run; a request for another model waits in a FIFO
+  queue (requests for one model share an entry) until an idle child, the least
+  recently used, is stopped for it. A busy child is never stopped under a request.
+- Children report their state on stdout (``cmd_child_to_router:state:{json}``) and
+  stop when told so on stdin (``cmd_router_to_child:exit``), as llama-server's do;
+  :class:`ChildLink` is the child's side. Every change is broadcast to ``/models/sse``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from llama_cy.server.presets import (
+    LOAD_ON_STARTUP,
+    STOP_TIMEOUT,
+    Preset,
+    PresetError,
+    is_truthy,
+    load_from_ini,
+    load_from_models_dir,
+)
+
+__all__ = [
+    "CHILD_ADDR",
+    "ChildLink",
+    "Model",
+    "Router",
+    "RouterError",
+    "child_command",
+]
+
+_log = logging.getLogger("llama_cy.server.router")
+
+CHILD_ADDR = "127.0.0.1"
+CMD_EXIT = "cmd_router_to_child:exit"
+CMD_STATE = "cmd_child_to_router:state:"
+DEFAULT_STOP_TIMEOUT = 10  # seconds
+
+#: What a child never inherits from the router's flags (unset_reserved_args): its
+#: address, keys and certificates, and the router's own flags; and, from the router's
+#: command line only, the model.
+_RESERVED = (
+    "ssl_key_file",
+    "ssl_cert_file",
+    "api_key",
+    "api_key_file",
+    "models_dir",
+    "models_max",
+    "models_preset",
+    "models_autoload",
+)
+_MODEL_ARGS = ("model", "mmproj", "alias", "hf_repo")
+
+
+class RouterError(Exception):
+    """A router request that cannot be served; ``status`` is its HTTP status."""
+
+    def __init__(self, message: str, status: int = 400, type: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status = status
+        self.type = type
+
+
+def child_command() -> list[str]:
+    """How a child starts: this interpreter running ``llama-cy serve`` (the current
+    folder left off ``sys.path``, so that a checkout's sources never shadow the build)."""
+    boot = "import sys; del sys.path[0]; from llama_cy.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", boot, "serve"]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((CHILD_ADDR, 0))
+        return int(s.getsockname()[1])
+
+
+def _names(text: str | None) -> list[str]:
+    return sorted({x.strip() for x in (text or "").split(",") if x.strip()})
+
+
+@dataclass
+class Model:
+    """One model the router knows, and its child while one runs."""
+
+    name: str
+    source: str  #: "preset", "models_dir" or "cache"
+    preset: Preset
+    aliases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    status: str = "unloaded"
+    port: int = 0
+    last_used: float = 0.0
+    args: list[str] = field(default_factory=list)
+    loaded_info: dict[str, Any] = field(default_factory=dict)
+    exit_code: int = 0
+    stop_timeout: int = DEFAULT_STOP_TIMEOUT
+    hidden: bool = False
+    requests: int = 0  #: requests being forwarded to it now
+    proc: asyncio.subprocess.Process | None = None
+    stopping: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.status in ("loading", "loaded", "sleeping")
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "unloaded" and self.exit_code != 0
+
+    def listing(self) -> dict[str, Any]:
+        """Its ``GET /models`` entry."""
+        status: dict[str, Any] = {"value": self.status, "args": self.args}
+        if self.source == "preset":
+            shown = self.preset.copy()
+            shown.unset(*_RESERVED, "host", "port", "alias", "tags")
+            status["preset"] = shown.to_ini()
+        if self.failed:
+            status["exit_code"] = self.exit_code
+            status["failed"] = True
+        entry: dict[str, Any] = {
+            "id": self.name,
+            "aliases": self.aliases,
+            "tags": self.tags,
+            "object": "model",
+            "owned_by": "llamacpp",
+            "created": int(time.time()),
+            "status": status,
+            "architecture": {"input_modalities": ["text"], "output_modalities": ["text"]},
+            "source": self.source,
+            "can_remove": self.source == "cache",
+        }
+        if self.running:
+            for key, value in self.loaded_info.items():
+                entry.setdefault(key, value)
+        return entry
+
+
+@dataclass
+class _Waiting:
+    """A FIFO queue entry: the requests waiting for one model (server_lru_sched)."""
+
+    name: str
+    waiters: int = 1
+    loading: bool = False
+
+
+class Router:
+    """The models, their children, the queue for a free slot, and the SSE listeners.
+    Everything runs on the server's event loop; ``changed`` wakes whoever waits on a
+    model's state."""
+
+    def __init__(
+        self,
+        base: Preset,
+        *,
+        models_dir: str | None = None,
+        models_preset: str | None = None,
+        models_max: int = 4,
+        router_port: int = 0,
+        extra: dict[str, Preset] | None = None,
+    ) -> None:
+        self.base = base.copy()
+        self.base.unset(*_RESERVED, *_MODEL_ARGS, "log_file")
+        self.models_dir = models_dir
+        self.models_preset = models_preset
+        self.models_max = models_max
+        self.router_port = router_port
+        self.extra = extra or {}  # the demo model, beside the folder and the presets
+        self.models: dict[str, Model] = {}
+        self.queue: list[_Waiting] = []
+        self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
+        self._changed: asyncio.Condition | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.startup: list[str] = []
+        self.load_models()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` in the background, keeping a reference until it ends."""
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @property
+    def changed(self) -> asyncio.Condition:
+        if self._changed is None:  # made on the loop that uses it
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def _notify(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    def broadcast(self, event: str, name: str, data: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"model": name, "event": event}
+        if data is not None:
+            message["data"] = data
+        for q in self.listeners:
+            q.put_nowait(message)
+
+    # ---- the list of models --------------------------------------------------------
+
+    def _presets(self) -> tuple[dict[str, Preset], dict[str, str], set[str]]:
+        """Every model's preset (the sources cascaded, the router's flags over each),
+        its source, and the models a preset's ``dedup-cache-models`` hides."""
+        glob = Preset("*")
+        custom: dict[str, Preset] = {}
+        local: dict[str, Preset] = {}
+        if self.models_dir:
+            local = load_from_models_dir(self.models_dir)
+        if self.models_preset:
+            glob, custom = load_from_ini(self.models_preset)
+        final: dict[str, Preset] = {}
+        source: dict[str, str] = {}
+        for group, kind in ((self.extra, "preset"), (local, "models_dir")):
+            for name, p in group.items():
+                final[name] = glob.copy(name)
+                final[name].merge(p)
+                source[name] = kind
+        for name, p in custom.items():
+            merged = glob.copy(name)
+            merged.merge(p)
+            if name in final:
+                final[name].merge(merged)
+            else:
+                final[name] = merged
+            source[name] = "preset"
+        for p in final.values():
+            p.merge(self.base)
+        # dedup-cache-models hides download-cache models, and none are listed here yet.
+        hidden: set[str] = set()
+        return final, source, hidden
+
+    def _model(self, name: str, source: str, preset: Preset) -> Model:
+        m = Model(name, source, preset)
+        m.aliases = _names(preset.get("alias"))
+        m.tags = _names(preset.get("tags"))
+        timeout = preset.get(STOP_TIMEOUT)
+        if timeout is not None:
+            try:
+                m.stop_timeout = int(timeout)
+            except ValueError:
+                _log.warning("invalid stop-timeout value %r for model %r", timeout, name)
+        m.args = self._args(m)
+        return m
+
+    def _args(self, m: Model) -> list[str]:
+        p = m.preset.copy()
+        p.unset(*_RESERVED)
+        p.options.update({"host": CHILD_ADDR, "port": str(m.port), "alias": m.name})
+        return [*child_command(), *p.to_args()]
+
+    def _check_names(self, models: dict[str, Model]) -> None:
+        seen: dict[str, str] = {}
+        for name in models:
+            seen[name] = name
+        for name, m in models.items():
+            for alias in m.aliases:
+                if alias in seen and seen[alias] != name:
+                    raise PresetError(
+                        f"alias '{alias}' for model '{name}' conflicts with model '{seen[alias]}'"
+                    )
+                seen[alias] = name
+
+    def load_models(self) -> list[str]:
+        """Read the sources (again): returns the running models whose preset changed or
+        that left the sources, which the caller must stop (:meth:`reload`)."""
+        final, source, hidden = self._presets()
+        first = not self.models
+        fresh = {n: self._model(n, source[n], p) for n, p in final.items()}
+        self._check_names(fresh)
+        stale: list[str] = []
+        for name, old in list(self.models.items()):
+            new = fresh.get(name)
+            if old.running:
+                if new is None or new.preset.options != old.preset.options:
+                    stale.append(name)
+                continue
+            if new is None:
+                del self.models[name]
+        for name, new in fresh.items():
+            known = self.models.get(name)
+            if known is None:
+                self.models[name] = new
+            elif not known.running:
+                known.preset, known.aliases, known.tags = new.preset, new.aliases, new.tags
+                known.stop_timeout, known.args, known.exit_code = new.stop_timeout, new.args, 0
+        for name, m in self.models.items():
+            m.hidden = name in hidden
+        if first:
+            self.startup = [
+                n for n, m in self.models.items() if is_truthy(m.preset.get(LOAD_ON_STARTUP) or "")
+            ]
+            if self.models_max > 0 and len(self.startup) > self.models_max:
+                raise PresetError(
+                    f"number of models to load on startup ({len(self.startup)}) exceeds "
+                    f"models_max ({self.models_max})"
+                )
+        self._log_models()
+        return stale
+
+    async def reload(self) -> None:
+        """``GET /models?reload=1``: re-read the sources, stopping the running models
+        whose preset changed or went away."""
+        for name in self.load_models():
+            await self.unload(name)
+            await self.wait(name, lambda m: not m.running)
+        self.load_models()  # now stopped, the stale ones are updated or dropped
+        self.broadcast("models_reload", "*")
+
+    def _log_models(self) -> None:
+        _log.info("available models (%d):", len(self.models))
+        for name, m in self.models.items():
+            _log.info("  [%10s] %s", m.source, name)
+
+    def get(self, name: str) -> Model | None:
+        if name in self.models:
+            return self.models[name]
+        return next((m for m in self.models.values() if name in m.aliases), None)
+
+    # ---- children ------------------------------------------------------------------
+
+    def _running(self) -> int:
+        return sum(m.running for m in self.models.values())
+
+    def has_capacity(self) -> bool:
+        return self.models_max <= 0 or self._running() < self.models_max
+
+    async def load(self, name: str) -> None:
+        """Start ``name``'s child (a no-op if one runs). Over the limit, the least
+        recently used idle model is stopped first; with none idle, a RouterError."""
+        m = self.models[name]
+        if m.status != "unloaded":
+            return
+        if not self.has_capacity():
+            victim = self.pick_victim()
+            if victim:
+                _log.info("models_max limit reached, removing LRU name=%s", victim)
+                await self.unload(victim)
+                await self.wait(victim, lambda v: not v.running)
+        if m.status != "unloaded":
+            return
+        if not self.has_capacity():
+            raise RouterError("model limit reached, try again later", 500, "server_error")
+        m.port = _free_port()
+        m.args = self._args(m)
+        m.status, m.loaded_info, m.exit_code = "loading", {}, 0
+        m.last_used = time.monotonic()
+        m.stopping = False
+        env = {**os.environ, "LLAMA_SERVER_ROUTER_PORT": str(self.router_port)}
+        _log.info("spawning server instance with name=%s on port %d", name, m.port)
+        try:
+            m.proc = await asyncio.create_subprocess_exec(
+                *m.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # a Ctrl-C reaches the router, which stops them
+            )
+        except OSError as exc:
+            m.status = "unloaded"
+            raise RouterError(
+                f"failed to spawn server instance: {exc}", 500, "server_error"
+            ) from None
+        self.broadcast("model_status", name, {"status": "loading"})
+        self._spawn(self._watch(m, m.proc))
+        await self._notify()
+
+    async def _watch(self, m: Model, proc: asyncio.subprocess.Process) -> None:
+        """Read a child's state lines and log, until it exits."""
+
+        async def states() -> None:
+            assert proc.stdout is not None
+            async for raw in proc.stdout:
+                line = raw.decode("utf-8", "replace")
+                if line.startswith(CMD_STATE):
+                    await self._child_state(m, proc, line[len(CMD_STATE) :])
+                else:
+                    _log.warning("[%5d] unexpected output on the command pipe: %s", m.port, line)
+
+        async def logs() -> None:
+            assert proc.stderr is not None
+            async for raw in proc.stderr:
+                sys.stderr.write(f"[{m.port:5d}] {raw.decode('utf-8', 'replace')}")
+
+        await asyncio.gather(states(), logs())
+        code = await proc.wait()
+        _log.info("instance name=%s exited with status %d", m.name, code)
+        if m.proc is proc:
+            await self._set_status(m, "unloaded", exit_code=code)
+
+    async def _child_state(self, m: Model, proc: Any, text: str) -> None:
+        try:
+            data = json.loads(text)
+            state = data.get("state")
+            payload = data.get("payload") or {}
+        except (ValueError, AttributeError):
+            _log.error("failed to parse child state update for name=%s", m.name)
+            return
+        if m.proc is not proc:
+            return
+        if state == "loading":
+            await self._set_status(m, "loading", progress=payload)
+        elif state == "ready":
+            await self._set_status(m, "loaded", info=payload or None)
+        elif state == "sleeping":
+            await self._set_status(m, "sleeping")
+
+    async def _set_status(
+        self,
+        m: Model,
+        status: str,
+        *,
+        exit_code: int = 0,
+        info: dict[str, Any] | None = None,
+        progress: dict[str, Any] | None = None,
+    ) -> None:
+        m.status, m.exit_code = status, exit_code
+        if status == "unloaded":
+            m.stopping, m.proc = False, None
+        if info is not None:
+            m.loaded_info = info
+        data: dict[str, Any] = {"status": status}
+        if status == "unloaded":
+            data["exit_code"] = exit_code
+        if info is not None:
+            data["info"] = info
+        if progress:
+            data["progress"] = progress
+        self.broadcast("status_change", m.name, data)
+        self.tick()
+        await self._notify()
+
+    async def unload(self, name: str) -> None:
+        """Ask ``name``'s child to exit (kill it if it is still loading, or once its
+        ``stop-timeout`` has passed)."""
+        m = self.models.get(name)
+        if m is None or not m.running or m.proc is None:
+            return
+        self.request_stop(m, force=m.status == "loading")
+
+    def request_stop(self, m: Model, force: bool = False) -> None:
+        if m.stopping or m.proc is None:
+            return
+        m.stopping = True
+        proc = m.proc
+        if force:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError, RuntimeError):
+                proc.stdin.write(f"{CMD_EXIT}\n".encode())
+
+        async def deadline() -> None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), m.stop_timeout)
+                return
+            _log.warning("force-killing model instance name=%s after timeout", m.name)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+
+        self._spawn(deadline())
+
+    async def unload_all(self) -> None:
+        for m in self.models.values():
+            if m.running:
+                self.request_stop(m, force=m.status == "loading")
+        for m in list(self.models.values()):
+            if m.proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    await m.proc.wait()
+
+    async def wait(self, name: str, done: Callable[[Model], bool]) -> None:
+        async with self.changed:
+            await self.changed.wait_for(lambda: name not in self.models or done(self.models[name]))
+
+    # ---- the queue for a free slot (server_lru_sched) ------------------------------
+
+    def _entry(self, name: str) -> _Waiting | None:
+        return next((e for e in self.queue if e.name == name), None)
+
+    def pick_victim(self) -> str:
+        """The least recently used model that is up, idle, not stopping, and not
+        wanted by a queued request; "" if there is none."""
+        best: Model | None = None
+        for m in self.models.values():
+            if m.requests or m.status not in ("loaded", "sleeping") or m.stopping:
+                continue
+            if self._entry(m.name) is not None:
+                continue
+            if best is None or m.last_used < best.last_used:
+                best = m
+        return best.name if best else ""
+
+    def tick(self) -> None:
+        """Stop idle models while the queued requests outnumber the slots that are free
+        or being freed."""
+        if self.models_max <= 0 or not self.queue:
+            return
+        running = [m for m in self.models.values() if m.running]
+        stopping = sum(m.stopping for m in running)
+        needed = sum(not e.loading for e in self.queue)
+        claimed = sum(
+            e.loading and e.name in self.models and not self.models[e.name].running
+            for e in self.queue
+        )
+        free = self.models_max - len(running) + stopping - claimed
+        while free < needed:
+            victim = self.pick_victim()
+            if not victim:
+                return
+            _log.info("evicting idle LRU name=%s for a queued request", victim)
+            self.request_stop(self.models[victim])
+            free += 1
+
+    def _join(self, name: str) -> None:
+        entry = self._entry(name)
+        if entry is not None:
+            entry.waiters += 1
+        else:
+            self.queue.append(_Waiting(name))
+
+    def _leave(self, name: str) -> None:
+        entry = self._entry(name)
+        if entry is not None:
+            entry.waiters -= 1
+            if entry.waiters <= 0:
+                self.queue.remove(entry)
+
+    def _try_claim(self, name: str) -> bool:
+        if not self.queue or self.queue[0].name != name or self.queue[0].loading:
+            return False
+        if not self.has_capacity():
+            return False
+        self.queue[0].loading = True
+        return True
+
+    async def ensure_ready(
+        self, name: str, gone: Callable[[], Awaitable[bool]] | None = None
+    ) -> bool:
+        """Wait until ``name``'s child takes requests, loading it when its turn in the
+        queue comes. True if it waited. ``gone``: whether the client left (then the
+        wait ends with a RouterError and the slot goes to the next in line)."""
+        m = self.models[name]
+        if not m.stopping and m.status in ("loaded", "sleeping"):
+            return False
+        queued = False
+        if m.status == "unloaded" or m.stopping:
+            self._join(name)
+            self.tick()
+            queued = True
+        loaded = saw_loading = False
+        try:
+            while True:
+                if name not in self.models:
+                    break
+                m = self.models[name]
+                if m.stopping:
+                    if not queued:
+                        self._join(name)
+                        self.tick()
+                        queued = True
+                elif m.status in ("loaded", "sleeping"):
+                    break
+                elif m.status == "loading":
+                    saw_loading = True
+                elif m.status == "unloaded":
+                    if loaded or saw_loading:
+                        if m.failed:
+                            raise RouterError(
+                                f"model name={name} failed to load", 500, "server_error"
+                            )
+                        break
+                    if not queued:
+                        break
+                    if self._try_claim(name):
+                        ok = True
+                        try:
+                            _log.info("slot available, loading queued model name=%s", name)
+                            await self.load(name)
+                            loaded = True
+                        except RouterError as exc:
+                            _log.warning("queued load of name=%s did not go through: %s", name, exc)
+                            ok = False
+                        if not ok:
+                            entry = self._entry(name)
+                            if entry is not None:
+                                entry.loading = False
+                        self.tick()
+                        continue
+                if gone is not None and await gone():
+                    raise RouterError(f"request cancelled while waiting for model name={name}")
+                async with self.changed:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self.changed.wait(), 0.2)
+        finally:
+            if queued:
+                self._leave(name)
+            self.tick()
+        return True
+
+
+class ChildLink:
+    """A child's side of the router's pipes (server_child): state lines on what was
+    stdout (the log moves to stderr), and a thread that waits for the exit command on
+    stdin. A child whose stdin closes has lost its router, and exits."""
+
+    def __init__(self) -> None:
+        self._out: IO[str] = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)  # anything else printed goes to the log
+        self._lock = threading.Lock()
+        threading.Thread(target=self._listen, daemon=True, name="router-link").start()
+
+    @staticmethod
+    def active() -> bool:
+        return "LLAMA_SERVER_ROUTER_PORT" in os.environ
+
+    def notify(self, state: str, payload: dict[str, Any] | None = None) -> None:
+        line = json.dumps({"state": state, "payload": payload or {}}, ensure_ascii=False)
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self._out.write(f"{CMD_STATE}{line}\n")
+            self._out.flush()
+
+    def _listen(self) -> None:
+        for line in sys.stdin:
+            if CMD_EXIT in line:
+                _log.info("exit command received, exiting...")
+                os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
+                return
+        _log.info("EOF on stdin detected, forcing shutdown...")
+        os._exit(1)

@@ -1,0 +1,316 @@
+"""The routes of llama-server's router mode (tools/server/server.cpp with
+server-models.cpp): ``/models`` lists the router's models and loads, unloads and
+watches them (``/models/load``, ``/models/unload``, ``/models/sse``); every model route
+is forwarded to the child that the request's ``"model"`` names (a GET's ``?model=``),
+which is loaded first unless ``--no-models-autoload`` (or ``?autoload=false``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from llama_cy._backend import LLAMA_CPP_BUILD
+from llama_cy.server.core import RouteSpec
+from llama_cy.server.router import CHILD_ADDR, Model, Router, RouterError
+from llama_cy.server.schema import ApiError, parse
+from llama_cy.server.settings import ServerSettings
+
+__all__ = ["forward", "routes"]
+
+#: The routes forwarded to a model's child (server.cpp, router mode).
+PROXY_POST = (
+    "/props",
+    "/completion",
+    "/completions",
+    "/v1/completions",
+    "/chat/completions",
+    "/v1/chat/completions",
+    "/v1/chat/completions/control",
+    "/v1/responses",
+    "/responses",
+    "/v1/audio/transcriptions",
+    "/audio/transcriptions",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/infill",
+    "/embedding",
+    "/embeddings",
+    "/v1/embeddings",
+    "/rerank",
+    "/reranking",
+    "/v1/rerank",
+    "/v1/reranking",
+    "/v1/systemone",
+    "/tokenize",
+    "/detokenize",
+    "/apply-template",
+    "/chat/completions/input_tokens",
+    "/v1/chat/completions/input_tokens",
+    "/responses/input_tokens",
+    "/v1/responses/input_tokens",
+    "/lora-adapters",
+    "/slots/{id_slot}",
+)
+PROXY_GET = ("/metrics", "/lora-adapters", "/slots")
+
+#: Hop-by-hop headers, and those the router sets itself (CORS, server, date).
+_DROP_REQUEST = frozenset(
+    {"host", "connection", "content-length", "transfer-encoding", "keep-alive", "expect"}
+)
+_DROP_RESPONSE = frozenset(
+    {"server", "date", "transfer-encoding", "content-length", "keep-alive", "connection"}
+)
+_MULTIPART_MODEL = re.compile(rb'name="model"\r\n(?:[^\r\n]*\r\n)*\r\n([^\r\n]*)\r\n')
+
+
+def _validate(router: Router, name: str, autoload: bool) -> Model:
+    if not name:
+        raise ApiError(400, "model name is missing from the request")
+    m = router.get(name)
+    if m is None:
+        raise ApiError(400, f"model '{name}' not found")
+    if not autoload and not m.running:
+        raise ApiError(400, "model is not loaded")
+    return m
+
+
+def _autoload(request: Request, default: bool) -> bool:
+    value = request.query_params.get("autoload", "")
+    return default if not value else value in ("true", "1")
+
+
+def _model_of(request: Request, body: bytes) -> str:
+    """The ``"model"`` of a JSON body, or of a multipart form (a transcription)."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        m = _MULTIPART_MODEL.search(body)
+        return m.group(1).decode("utf-8", "replace") if m else ""
+    value = parse(body) if body else {}
+    name = value.get("model", "") if isinstance(value, dict) else ""
+    return name if isinstance(name, str) else ""
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = []
+    for line in lines[1:]:
+        if ":" in line:
+            k, _, v = line.partition(":")
+            headers.append((k.strip(), v.strip()))
+    return status, headers
+
+
+async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncIterator[bytes]:
+    """The child's response body: chunked, sized, or up to the connection's end."""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                return
+            yield await reader.readexactly(size)
+            await reader.readexactly(2)
+    elif "content-length" in headers:
+        left = int(headers["content-length"])
+        while left > 0:
+            chunk = await reader.read(min(left, 65536))
+            if not chunk:
+                return
+            left -= len(chunk)
+            yield chunk
+    else:
+        while chunk := await reader.read(65536):
+            yield chunk
+
+
+async def forward(
+    router: Router, m: Model, request: Request, body: bytes, update_last_used: bool
+) -> Response:
+    """Send the request to ``m``'s child and stream its answer back."""
+    if not m.running:
+        raise ApiError(400, f"model name={m.name} is not running")
+    if update_last_used:
+        m.last_used = time.monotonic()
+    m.requests += 1
+    done = False
+
+    def release() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            m.requests -= 1
+            if m.requests == 0:
+                router.tick()
+
+    try:
+        reader, writer = await asyncio.open_connection(CHILD_ADDR, m.port)
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        lines = [f"{request.method} {path} HTTP/1.1", f"Host: {CHILD_ADDR}:{m.port}"]
+        lines += [f"{k}: {v}" for k, v in request.headers.items() if k not in _DROP_REQUEST]
+        lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
+        writer.write("\r\n".join(lines).encode("latin-1") + body)
+        await writer.drain()
+        status, raw_headers = await _read_head(reader)
+    except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
+        release()
+        raise ApiError(502, f"the model's server did not answer: {exc}", "server_error") from None
+    headers = {k.lower(): v for k, v in raw_headers}
+    kept = {
+        k: v
+        for k, v in raw_headers
+        if k.lower() not in _DROP_RESPONSE and not k.lower().startswith("access-control-")
+    }
+
+    async def relay() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in _body(reader, headers):
+                yield chunk
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            pass  # the child went away mid-answer: the client gets what came
+        finally:
+            writer.close()
+            release()
+
+    return StreamingResponse(relay(), status_code=status, headers=kept)
+
+
+def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[RouteSpec]:
+    get, post = ["GET"], ["POST"]
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def proxy_get(request: Request) -> Response:
+        load = _autoload(request, autoload)
+        m = _validate(router, request.query_params.get("model", ""), load)
+        if load:
+            await _ready(router, m, request)
+        return await forward(router, m, request, b"", False)
+
+    async def proxy_post(request: Request) -> Response:
+        body = await request.body()
+        load = _autoload(request, autoload)
+        m = _validate(router, _model_of(request, body), load)
+        if load:
+            await _ready(router, m, request)
+        return await forward(router, m, request, body, True)
+
+    async def props(request: Request) -> Response:
+        if request.query_params.get("model"):
+            return await proxy_get(request)
+        return JSONResponse(
+            {
+                "role": "router",
+                "max_instances": router.models_max,
+                "models_autoload": autoload,
+                "model_alias": "llama-server",
+                "model_path": "none",
+                "default_generation_settings": {"params": None, "n_ctx": 0},
+                "ui_settings": {},  # --ui-config is inert here
+                "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
+                "cors_proxy_enabled": settings.ui_mcp_proxy,
+            }
+        )
+
+    async def models(request: Request) -> Response:
+        if request.query_params.get("reload"):
+            await router.reload()
+        data = [m.listing() for m in router.models.values() if not m.hidden]
+        return JSONResponse({"data": data, "object": "list"})
+
+    async def load(request: Request) -> Response:
+        name = _name(parse(await request.body()))
+        m = router.get(name)
+        if m is None:
+            raise ApiError(404, "model is not found", "not_found_error")
+        if m.running:
+            raise ApiError(400, "model is already running")
+        await _call(router.load(m.name))
+        return JSONResponse({"success": True})
+
+    async def unload(request: Request) -> Response:
+        name = _name(parse(await request.body()))
+        m = router.get(name)
+        if m is None:
+            raise ApiError(400, "model is not found")
+        if not m.running:
+            raise ApiError(400, "model is not running")
+        await router.unload(m.name)
+        return JSONResponse({"success": True})
+
+    async def events(request: Request) -> Response:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        router.listeners.add(queue)
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                yield b": connected\n\n"  # the headers go out now, so the client knows
+                while True:
+                    event = await queue.get()
+                    yield f"data: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+            finally:
+                router.listeners.discard(queue)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def download(request: Request) -> Response:
+        name = _name(parse(await request.body()))
+        if not name:
+            raise ApiError(400, "model must be a non-empty string")
+        raise ApiError(
+            501,
+            "models are not downloaded here: put GGUF files in --models-dir or name them "
+            "in --models-preset",
+            "not_supported_error",
+        )
+
+    async def remove(request: Request) -> Response:
+        name = request.query_params.get("model", "")
+        if not name:
+            raise ApiError(400, "model must be a non-empty string")
+        m = router.get(name)
+        if m is None:
+            raise ApiError(404, f"model name={name} is not found", "not_found_error")
+        raise ApiError(400, f"model name={name} is not removable (not from cache)")
+
+    table: list[RouteSpec] = [
+        ("/health", health, get, True),
+        ("/v1/health", health, get, True),
+        ("/props", props, get, False),
+        ("/models", models, get, False),
+        ("/v1/models", models, get, False),
+        ("/models", download, post, False),
+        ("/models", remove, ["DELETE"], False),
+        ("/models/load", load, post, False),
+        ("/models/unload", unload, post, False),
+        ("/models/sse", events, get, False),
+    ]
+    table += [(p, proxy_post, post, False) for p in PROXY_POST]
+    table += [(p, proxy_get, get, False) for p in PROXY_GET]
+    return table
+
+
+def _name(body: Any) -> str:
+    value = body.get("model", "") if isinstance(body, dict) else ""
+    return value if isinstance(value, str) else ""
+
+
+async def _call(coro: Any) -> None:
+    try:
+        await coro
+    except RouterError as exc:
+        raise ApiError(exc.status, str(exc), exc.type) from None
+
+
+async def _ready(router: Router, m: Model, request: Request) -> None:
+    async def gone() -> bool:
+        return await request.is_disconnected()
+
+    await _call(router.ensure_ready(m.name, gone))

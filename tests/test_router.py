@@ -1,0 +1,269 @@
+"""llama-server's router mode: ``llama-cy serve`` with no model runs a child server per
+model, routes by ``"model"``, keeps at most ``--models-max`` loaded, and reads its
+models from ``--models-dir`` and ``--models-preset`` (common/preset.cpp's INI)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from offload import timeout as stretched
+from serving import Server
+
+from llama_cy.server.presets import (
+    PresetError,
+    from_argv,
+    load_from_ini,
+    load_from_models_dir,
+)
+
+# ---- presets (no server) ---------------------------------------------------------------
+
+
+def test_ini_keys_values_sections(tmp_path: Path) -> None:
+    ini = tmp_path / "p.ini"
+    ini.write_text(
+        "version = 1\n"
+        "; a comment\n"
+        "[*]\n"
+        "ctx-size = 512   # trailing comment\n"
+        "\n"
+        "[org/model:q4_k_m]\n"
+        "LLAMA_ARG_N_PARALLEL = 2\n"
+        "no-warmup = true\n"
+        "temp = 0.5\n"
+        "load-on-startup = 1\n"
+        "[other]\r\n"
+        "model = /x/y.gguf\r\n"
+        "jinja = false\r\n"
+    )
+    glob, presets = load_from_ini(str(ini))
+    assert glob.options == {"ctx_size": "512"}
+    assert set(presets) == {"org/model:Q4_K_M", "other"}  # the tag as the cache spells it
+    p = presets["org/model:Q4_K_M"]
+    # an env name and a flag name are the same key; no-warmup = true is warmup false
+    assert p.options["parallel"] == "2"
+    assert p.options["warmup"] == "false"
+    assert p.to_args() == ["--parallel", "2", "--no-warmup", "--temperature", "0.5"]
+    assert presets["other"].to_args() == ["--model", "/x/y.gguf", "--no-jinja"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[m]\nnot-a-flag = 1\n", "option 'not-a-flag' not recognized in preset 'm'"),
+        ("[m]\nthis line is junk\n", "failed to parse server config file"),
+    ],
+)
+def test_ini_errors(tmp_path: Path, text: str, message: str) -> None:
+    ini = tmp_path / "bad.ini"
+    ini.write_text(text)
+    with pytest.raises(PresetError, match=message):
+        load_from_ini(str(ini))
+    with pytest.raises(PresetError, match="does not exist"):
+        load_from_ini(str(tmp_path / "missing.ini"))
+
+
+def test_models_dir(tmp_path: Path) -> None:
+    (tmp_path / "a.gguf").write_bytes(b"")
+    (tmp_path / "mmproj-a.gguf").write_bytes(b"")  # a companion, no model of its own
+    (tmp_path / "notes.txt").write_bytes(b"")
+    sub = tmp_path / "big"
+    sub.mkdir()
+    for name in ("big-00001-of-00002.gguf", "big-00002-of-00002.gguf", "mmproj-big.gguf"):
+        (sub / name).write_bytes(b"")
+    (sub / "mtp-big.gguf").write_bytes(b"")
+    presets = load_from_models_dir(str(tmp_path))
+    assert set(presets) == {"a", "big"}
+    assert presets["a"].options == {"model": str(tmp_path / "a.gguf")}
+    assert presets["big"].options == {
+        "model": str(sub / "big-00001-of-00002.gguf"),
+        "mmproj": str(sub / "mmproj-big.gguf"),
+        "model_draft": str(sub / "mtp-big.gguf"),
+    }
+    with pytest.raises(PresetError, match="does not exist or is not a directory"):
+        load_from_models_dir(str(tmp_path / "nowhere"))
+
+
+def test_router_command_line_as_preset() -> None:
+    p = from_argv(["-c", "128", "--no-jinja", "--temp=0.1", "-c", "256", "--metrics"])
+    assert p.options == {"jinja": "0", "temperature": "0.1", "ctx_size": "256", "metrics": "1"}
+    with pytest.raises(PresetError, match="invalid argument"):
+        from_argv(["--bogus"])
+
+
+# ---- the router (one child server per model) -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_path: Path) -> Path:
+    folder = tmp_path_factory.mktemp("models")
+    shutil.copy(tiny_model_path, folder / "alpha.gguf")
+    sub = folder / "beta"
+    sub.mkdir()
+    shutil.copy(tiny_model_path, sub / "beta-q8_0.gguf")
+    return folder
+
+
+def statuses(server: Server) -> dict[str, str]:
+    status, _, body = server.request("GET", "/models")
+    assert status == 200, body
+    return {m["id"]: m["status"]["value"] for m in body["data"]}
+
+
+def wait_status(server: Server, name: str, want: str) -> None:
+    deadline = time.monotonic() + stretched(60)
+    while statuses(server).get(name) != want:
+        assert time.monotonic() < deadline, f"{name} never became {want}: {statuses(server)}"
+        time.sleep(0.05)
+
+
+def chat(server: Server, model: str, **extra: Any) -> tuple[int, Any]:
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    status, _, out = server.request("POST", "/v1/chat/completions", {**body, **extra})
+    return status, out
+
+
+def listen(server: Server, events: list[dict[str, Any]], ready: threading.Event) -> None:
+    with urllib.request.urlopen(server.url + "/models/sse", timeout=stretched(60)) as r:
+        ready.set()
+        for line in r:
+            if line.startswith(b"data: "):
+                events.append(json.loads(line[6:]))
+
+
+def test_router_routes_loads_and_evicts(models_dir: Path) -> None:
+    with Server(None, "--models-dir", str(models_dir), "--models-max", "1", "-c", "256") as s:
+        status, _, props = s.request("GET", "/props")
+        assert status == 200
+        assert props["role"] == "router"
+        assert props["max_instances"] == 1
+        assert props["models_autoload"] is True
+        assert props["build_info"].startswith("b")
+        listed = statuses(s)
+        assert listed["alpha"] == listed["beta"] == "unloaded"
+
+        events: list[dict[str, Any]] = []
+        ready = threading.Event()
+        threading.Thread(target=listen, args=(s, events, ready), daemon=True).start()
+        assert ready.wait(stretched(10))
+
+        # a request loads its model (the child is told its name: it answers as "alpha")
+        status, out = chat(s, "alpha")
+        assert status == 200, out
+        assert out["model"] == "alpha"
+        assert out["choices"][0]["message"]["content"]
+        entry = next(m for m in s.request("GET", "/models")[2]["data"] if m["id"] == "alpha")
+        assert entry["status"]["value"] == "loaded"
+        assert "--ctx-size" in entry["status"]["args"]  # the router's own flags
+        assert entry["meta"]["n_vocab"] > 0  # the child's own entry, merged in
+
+        # a second model: the limit is 1, so alpha (idle) goes
+        status, _, tok = s.request("POST", "/tokenize", {"model": "beta", "content": "hello"})
+        assert status == 200
+        assert tok["tokens"]
+        assert statuses(s) == {**listed, "alpha": "unloaded", "beta": "loaded"}
+
+        # a GET names its model in the query
+        status, _, slots = s.request("GET", "/slots?model=beta")
+        assert status == 200
+        assert isinstance(slots, list)
+
+        # /models/unload, then /models/load
+        assert s.request("POST", "/models/unload", {"model": "beta"})[0] == 200
+        wait_status(s, "beta", "unloaded")
+        assert s.request("POST", "/models/load", {"model": "alpha"})[0] == 200
+        wait_status(s, "alpha", "loaded")
+        status, _, body = s.request("POST", "/models/load", {"model": "alpha"})
+        assert status == 400
+        assert body["error"]["message"] == "model is already running"
+
+        seen = {(e["event"], e["model"], e.get("data", {}).get("status")) for e in events}
+        assert ("status_change", "alpha", "loaded") in seen
+        assert ("status_change", "alpha", "unloaded") in seen
+        assert ("status_change", "beta", "loaded") in seen
+
+        # bad requests: 4xx JSON, and the router still serves
+        for body, message in [
+            ({"messages": []}, "model name is missing from the request"),
+            ({"model": "nope", "messages": []}, "model 'nope' not found"),
+        ]:
+            status, _, out = s.request("POST", "/v1/chat/completions", body)
+            assert status == 400
+            assert out["error"]["message"] == message
+        assert s.request("POST", "/models/load", raw=b"{not json")[0] == 400
+        assert s.request("POST", "/models/load", {"model": "nope"})[0] == 404
+        assert s.request("POST", "/models/unload", {"model": "beta"})[0] == 400
+        assert s.request("POST", "/models", {"model": "org/repo"})[0] == 501
+        assert chat(s, "alpha")[0] == 200
+
+
+def test_router_no_autoload_and_api_key(models_dir: Path) -> None:
+    with Server(None, "--models-dir", str(models_dir), "--no-models-autoload", api_key="sk-r") as s:
+        status, _, out = s.request("GET", "/models", auth=False)
+        assert status == 401
+        assert out["error"]["type"] == "authentication_error"
+        status, out = chat(s, "alpha")
+        assert status == 400
+        assert out["error"]["message"] == "model is not loaded"
+        # ?autoload=1 overrides the flag for one request
+        status, _, out = s.request(
+            "POST", "/tokenize?autoload=1", {"model": "alpha", "content": "x"}
+        )
+        assert status == 200, out
+        assert chat(s, "alpha")[0] == 200
+
+
+def test_router_presets_reload_and_aliases(tmp_path: Path, tiny_model_path: Path) -> None:
+    ini = tmp_path / "models.ini"
+    ini.write_text(
+        f"[*]\nctx-size = 128\n\n[one]\nmodel = {tiny_model_path}\nalias = first,uno\n"
+        f"\n[two]\nmodel = {tiny_model_path}\n"
+    )
+    with Server(None, "--models-preset", str(ini)) as s:
+        status, _, body = s.request("GET", "/models")
+        one = next(m for m in body["data"] if m["id"] == "one")
+        assert one["aliases"] == ["first", "uno"]
+        assert one["source"] == "preset"
+        assert "ctx-size = 128" in one["status"]["preset"]
+        status, out = chat(s, "uno")  # an alias routes to its model
+        assert status == 200
+        assert out["model"] == "one"
+
+        ini.write_text(f"[two]\nmodel = {tiny_model_path}\n[three]\nmodel = {tiny_model_path}\n")
+        status, _, body = s.request("GET", "/models?reload=1")
+        assert status == 200
+        assert {m["id"] for m in body["data"]} >= {"two", "three"}
+        assert "one" not in {m["id"] for m in body["data"]}  # stopped, then dropped
+        assert chat(s, "uno")[0] == 400
+        assert chat(s, "three")[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--models-dir", "/no/such/folder"], "does not exist or is not a directory"),
+        (["--models-preset", "BAD"], "not recognized in preset"),
+    ],
+)
+def test_router_bad_sources_stop_the_start(tmp_path: Path, args: list[str], message: str) -> None:
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[m]\nwhat = 1\n")
+    args = [str(bad) if a == "BAD" else a for a in args]
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "llama_cy", "serve", *args, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=stretched(60),
+    )
+    assert proc.returncode == 1
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
