@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from offload import timeout as stretched
-from serving import Server
+from serving import Server, free_port
 
 from llama_cy.server.presets import (
     PresetError,
@@ -101,6 +101,13 @@ def test_router_command_line_as_preset() -> None:
 
 
 # ---- the router (one child server per model) -----------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty download cache, and a Hub that is not there (the servers inherit both)."""
+    monkeypatch.setenv("LLAMA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MODEL_ENDPOINT", f"http://127.0.0.1:{free_port()}/")
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +209,8 @@ def test_router_routes_loads_and_evicts(models_dir: Path) -> None:
         assert s.request("POST", "/models/load", raw=b"{not json")[0] == 400
         assert s.request("POST", "/models/load", {"model": "nope"})[0] == 404
         assert s.request("POST", "/models/unload", {"model": "beta"})[0] == 400
-        assert s.request("POST", "/models", {"model": "org/repo"})[0] == 501
+        # a download the Hub cannot confirm (no Hub here): 400
+        assert s.request("POST", "/models", {"model": "org/repo"})[0] == 400
         assert chat(s, "alpha")[0] == 200
 
 
@@ -267,3 +275,104 @@ def test_router_bad_sources_stop_the_start(tmp_path: Path, args: list[str], mess
     assert proc.returncode == 1
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ---- the queue for a free slot (LLAMA_SERVER_DEBUG_FAKE_TIMING: loads and requests
+# take 2 s longer, as llama-server's own router tests use it) --------------------------
+
+
+class Background:
+    """One request in a thread: its status (or error) and when it ended."""
+
+    def __init__(self, server: Server, model: str, timeout: float | None = None) -> None:
+        self.status: int | None = None
+        self.error: Exception | None = None
+        self.done_at = 0.0
+        body = json.dumps({"model": model, "content": "hello world"}).encode()
+        self.req = urllib.request.Request(
+            server.url + "/tokenize", data=body, headers={"Content-Type": "application/json"}
+        )
+        self.timeout = timeout or stretched(120)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            with urllib.request.urlopen(self.req, timeout=self.timeout) as r:
+                self.status = r.status
+        except Exception as exc:
+            self.error = exc
+        self.done_at = time.monotonic()
+
+    def join(self) -> Background:
+        self.thread.join(stretched(120))
+        assert not self.thread.is_alive()
+        return self
+
+
+@pytest.fixture(scope="module")
+def three_models(tmp_path_factory: pytest.TempPathFactory, tiny_model_path: Path) -> Path:
+    folder = tmp_path_factory.mktemp("three")
+    for name in ("a", "b", "c"):
+        shutil.copy(tiny_model_path, folder / f"{name}.gguf")
+    return folder
+
+
+def abc(server: Server) -> dict[str, str]:
+    """The states of the three models (the demo model is listed too)."""
+    return {k: v for k, v in statuses(server).items() if k in ("a", "b", "c")}
+
+
+def slow_router(folder: Path) -> Server:
+    return Server(
+        None,
+        "--models-dir",
+        str(folder),
+        "--models-max",
+        "1",
+        "-c",
+        "256",
+        env={"LLAMA_SERVER_DEBUG_FAKE_TIMING": "1"},
+    )
+
+
+def test_router_queue_keeps_busy_model_and_is_fifo(three_models: Path) -> None:
+    with slow_router(three_models) as s:
+        assert s.request("POST", "/models/load", {"model": "a"})[0] == 200
+        wait_status(s, "a", "loaded")
+        busy = Background(s, "a")
+        time.sleep(0.5)  # a is serving it: the only slot is taken
+        first = Background(s, "b")
+        time.sleep(1)
+        second = Background(s, "c")
+        for r in (busy, first, second):
+            r.join()
+            assert r.error is None
+            assert r.status == 200
+        # a was not stopped under its request, and the queue went in arrival order
+        assert first.done_at < second.done_at
+        assert abc(s) == {"a": "unloaded", "b": "unloaded", "c": "loaded"}
+
+
+def test_router_queue_client_that_leaves_keeps_model(three_models: Path) -> None:
+    with slow_router(three_models) as s:
+        assert s.request("POST", "/models/load", {"model": "a"})[0] == 200
+        wait_status(s, "a", "loaded")
+        busy = Background(s, "a")
+        time.sleep(0.5)
+        gone = Background(s, "b", timeout=1).join()  # gives up while queued
+        assert gone.error is not None
+        busy.join()
+        assert busy.status == 200
+        time.sleep(3)  # nobody waits any more, so a keeps its slot
+        assert abc(s) == {"a": "loaded", "b": "unloaded", "c": "unloaded"}
+
+
+def test_router_serves_the_demo_model(gemma_path: Path) -> None:
+    """The README's quick start: no flags but the port, and the demo model by name."""
+    with Server(None, "-c", "512") as s:
+        name = gemma_path.name.removesuffix(".gguf")
+        assert statuses(s)[name] == "unloaded"
+        status, out = chat(s, name, temperature=0)
+        assert status == 200, out
+        assert out["choices"][0]["message"]["content"]

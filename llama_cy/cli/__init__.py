@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from llama_cy.flags import add_flags, llama_server_argv
+from llama_cy.flags.table import ARG_PRESETS
 
 __all__ = ["main", "parser"]
 
@@ -104,13 +105,22 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def expand_presets(argv: Sequence[str]) -> list[str]:
+    """llama.cpp's preset flags (``--gpt-oss-20b-default``, ...) followed by the flags
+    they stand for, where they were given."""
+    out: list[str] = []
+    for a in argv:
+        out += [a, *ARG_PRESETS.get(a, ())]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``llama-cy`` command."""
     from llama_cy.errors import LlamaError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve"]:
-        argv = ["serve", *llama_server_argv(argv[1:])]
+        argv = ["serve", *expand_presets(llama_server_argv(argv[1:]))]
     args = parser().parse_args(argv)
     args.argv = argv[1:]  # what was given, for the flags refused when given
     command = importlib.import_module(f"llama_cy.cli.{args.module}")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from llama_cy.cli.common import (
     Bar,
     cpu_params,
+    fetch_models,
     flash,
     model_path,
     set_priority,
@@ -35,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
     from llama_cy._model import LlamaModel
 
     verbose(args.verbose)
+    fetch_models(args, "bench")
     path = model_path(args.model)
     pps, tgs = _ints(args.n_prompt), _ints(args.n_gen)
     n_threads = threads(args.threads) or default_n_threads()

@@ -15,8 +15,10 @@ from llama_cy.flags.parser import sampling_values
 
 __all__ = [
     "Bar",
+    "DownloadBar",
     "chat_template",
     "cpu_params",
+    "fetch_models",
     "flash",
     "grammar",
     "llama",
@@ -59,6 +61,59 @@ class Bar:
                 sys.stderr.write("\n")
             sys.stderr.flush()
         return True
+
+
+class DownloadBar:
+    """Download progress: a line per file on stderr, when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.on = sys.stderr.isatty()
+        self._last: dict[str, int] = {}
+
+    def __call__(self, url: str, done: int, total: int) -> bool:
+        if self.on and total:
+            pct = done * 100 // total
+            if self._last.get(url) != pct:
+                self._last[url] = pct
+                name = url.split("?")[0].rsplit("/", 1)[-1][:40]
+                end = "\n" if done >= total else ""
+                sys.stderr.write(f"\rDownloading {name} {pct:3d}%{end}")
+                sys.stderr.flush()
+        return True
+
+
+def fetch_models(args: argparse.Namespace, command: str) -> str | None:
+    """Download what -hf, -hff, -mu, -dr, -mmu and -hfd name (as llama.cpp does before
+    loading) and point -m, -mm and -md at the files; a -hf repository that holds a
+    preset.ini gives that file's path (the server then runs as a router)."""
+    names = ("hf_repo", "model_url", "docker_repo", "mmproj_url", "hf_repo_draft")
+    if not any(getattr(args, n, None) for n in names):
+        return None
+    from llama_cy.download import DownloadError, resolve
+
+    try:
+        got = resolve(
+            model=args.model,
+            hf_repo=args.hf_repo or "",
+            hf_file=args.hf_file or "",
+            model_url=args.model_url or "",
+            docker_repo=args.docker_repo or "",
+            mmproj=getattr(args, "mmproj", None),
+            mmproj_url=getattr(args, "mmproj_url", None) or "",
+            no_mmproj=not getattr(args, "mmproj_auto", False),  # bench: no projector
+            draft=getattr(args, "model_draft", None),
+            hf_repo_draft=getattr(args, "hf_repo_draft", None) or "",
+            token=args.hf_token or "",
+            offline=args.offline,
+            progress=DownloadBar(),
+        )
+    except (DownloadError, ValueError, OSError) as exc:
+        raise SystemExit(f"llama-cy {command}: failed to download model: {exc}") from None
+    args.model = got.model
+    for dest, value in (("mmproj", got.mmproj), ("model_draft", got.draft)):
+        if hasattr(args, dest):
+            setattr(args, dest, value)
+    return got.preset
 
 
 def model_path(path: str | None) -> str:
@@ -246,6 +301,11 @@ def verbose(on: bool) -> None:
 def llama(args: argparse.Namespace, **extra: Any) -> Any:
     from llama_cy.llama import Llama
 
+    if fetch_models(args, args.command) is not None:
+        raise SystemExit(
+            f"llama-cy {args.command}: the repository holds model presets: serve them "
+            "with llama-cy serve"
+        )
     path = model_path(args.model)
     return Llama(
         path,

@@ -14,9 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import ClassVar
 
-from llama_cy.cli.common import Bar, model_path, set_priority
+from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 from llama_cy.server.presets import Preset
+from llama_cy.server.router import ChildLink
 
 __all__ = ["check_flags", "main"]
 
@@ -63,6 +64,32 @@ def _demo_model() -> dict[str, Preset]:
     return {name: Preset(name, {"model": path})}
 
 
+def _download_child(args: argparse.Namespace) -> int:
+    """A router's download worker (server_child::run_download): fetch the repository
+    that LLAMA_ARG_HF_REPO names, reporting progress, then wait to be told to exit."""
+    from llama_cy.download import DownloadError, resolve
+
+    link = ChildLink()
+    last = [0.0]
+
+    def progress(url: str, done: int, total: int) -> bool:
+        now = time.monotonic()
+        if now - last[0] >= 0.1 or done == total:  # at most 10 a second, as llama.cpp
+            last[0] = now
+            link.notify("downloading", {"url": url, "downloaded": done, "total": total})
+        return not link.exiting.is_set()
+
+    try:
+        resolve(hf_repo=args.hf_repo or "", token=args.hf_token or "", progress=progress)
+        result = "download_finished"
+    except (DownloadError, ValueError, OSError) as exc:
+        logging.getLogger("llama_cy.server").error("download failed: %s", exc)
+        result = "download_failed"
+    link.notify("downloading", {"result": result})
+    link.exiting.wait()
+    return 0
+
+
 def _router(args: argparse.Namespace) -> int:
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve_router
@@ -76,6 +103,7 @@ def _router(args: argparse.Namespace) -> int:
             models_preset=args.models_preset,
             models_max=args.models_max,
             extra=_demo_model(),
+            hf_token=args.hf_token or "",
         )
     except PresetError as exc:
         raise SystemExit(f"llama-cy serve: failed to initialize router models: {exc}") from None
@@ -187,6 +215,19 @@ def main(args: argparse.Namespace) -> int:
         from llama_cy._backend import numa_init
 
         numa_init(args.numa)
+    if args.cache_list:
+        from llama_cy.hf_cache import list_cached_models
+
+        models = list_cached_models()
+        print(f"number of models in cache: {len(models)}")
+        for i, name in enumerate(models, 1):
+            print(f"{i:4d}. {name}")
+        return 0
+    if ChildLink.active() and os.environ.get("LLAMA_SERVER_CHILD_MODE") == "download":
+        return _download_child(args)
+    preset = fetch_models(args, "serve")
+    if preset is not None:  # a preset repository: router mode over its models
+        args.models_preset = preset
     if args.model is None:  # no model: llama-server's router mode
         return _router(args)
     path = model_path(args.model)

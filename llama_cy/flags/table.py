@@ -41,7 +41,6 @@ RPC = frozenset({"rpc-server"})
 #: Every subcommand that takes flags.
 COMMANDS = LOAD | INFO | QUANTIZE | RPC
 
-_DOWNLOAD = "models are not downloaded here: pass a local file with -m"
 _MTMD = (
     "video input, the projector's device and its batch size are not chosen here (the "
     "projector runs on the first GPU, or the CPU)"
@@ -50,7 +49,7 @@ _DRAFT_CPU = (
     "llama-server b11434 gives the draft model's context the target's CPU placement "
     "(common_base_params_to_speculative copies it), so this changes nothing there either"
 )
-_PRESET = "a preset downloads its models: pass a local file with -m"
+_PRESET = "it sets --cache-reuse 256 (KV-shifting reuse of prompt chunks), which is not built here"
 
 
 #: llama-server's flags (its ``--help``, in its order), less the sampling ones.
@@ -59,7 +58,8 @@ _PRESET = "a preset downloads its models: pass a local file with -m"
 FLAGS: tuple[Flag, ...] = (
     # ---- common params ----
     used("--version", "version", None, help="print the version and exit"),
-    refused("-cl --cache-list", "cache_list", None, _DOWNLOAD),
+    used("-cl --cache-list", "cache_list", None,
+       help="list the models of the download cache and exit"),
     used("--completion-bash", "completion_bash", None,
        help="print a bash completion script for llama-cy and exit"),
     used("-t --threads", "threads", "N", type=int, default=-1, env="LLAMA_ARG_THREADS",
@@ -201,12 +201,18 @@ FLAGS: tuple[Flag, ...] = (
        nargs=2, help="the layers the control vectors apply to, inclusive (default: all)"),
     used("-m --model", "model", "FNAME", env="LLAMA_ARG_MODEL",
        help="GGUF model file (default: the Gemma 3 270M demo model, if installed)", commands=LOAD),
-    refused("-mu --model-url", "model_url", "URL", _DOWNLOAD, env="LLAMA_ARG_MODEL_URL"),
-    refused("-dr --docker-repo", "docker_repo", "REPO", _DOWNLOAD, env="LLAMA_ARG_DOCKER_REPO"),
-    refused("-hf -hfr --hf-repo", "hf_repo", "<user>/<model>[:quant]", _DOWNLOAD,
-             env="LLAMA_ARG_HF_REPO"),
-    refused("-hff --hf-file", "hf_file", "FILE", _DOWNLOAD, env="LLAMA_ARG_HF_FILE"),
-    inert("-hft --hf-token", "hf_token", "TOKEN", "nothing is downloaded, so no token is sent"),
+    used("-mu --model-url", "model_url", "URL", env="LLAMA_ARG_MODEL_URL",
+       help="download the model from this URL (into LLAMA_CACHE) and load it", commands=LOAD),
+    used("-dr --docker-repo", "docker_repo", "[<repo>/]<model>[:quant]",
+       env="LLAMA_ARG_DOCKER_REPO", help="download the model from Docker Hub (default repo: ai, "
+       "tag: latest)", commands=LOAD),
+    used("-hf -hfr --hf-repo", "hf_repo", "<user>/<model>[:quant]", env="LLAMA_ARG_HF_REPO",
+       help="download the model from a Hugging Face repository (quant: Q4_K_M, else Q8_0, else "
+       "the first; its mmproj too), cached in the Hub's layout", commands=LOAD),
+    used("-hff --hf-file", "hf_file", "FILE", env="LLAMA_ARG_HF_FILE",
+       help="the file of the -hf repository to load (default: by its quant tag)", commands=LOAD),
+    used("-hft --hf-token", "hf_token", "TOKEN", env="HF_TOKEN",
+       help="Hugging Face access token (default: $HF_TOKEN)", commands=LOAD),
     used("--log-disable", "log_disable", None, help="no log"),
     used("--log-file", "log_file", "FNAME", env="LLAMA_ARG_LOG_FILE", help="log to a file"),
     used("--log-jsonl", "log_jsonl", None, negative=("--no-log-jsonl",), env="LLAMA_ARG_LOG_JSONL",
@@ -215,8 +221,8 @@ FLAGS: tuple[Flag, ...] = (
            optional=True, const="on"),
     used("-v --verbose --log-verbose", "verbose", None, help="log everything, llama.cpp's log too",
        commands=COMMANDS),
-    inert("--offline", "offline", None, "nothing is downloaded here, online or not",
-           env="LLAMA_ARG_OFFLINE"),
+    used("--offline", "offline", None, env="LLAMA_ARG_OFFLINE",
+       help="use only the download cache: no network access", commands=LOAD),
     used("-lv --verbosity --log-verbosity", "verbosity", "N", type=int, default=3,
        env="LLAMA_ARG_LOG_VERBOSITY", help="log threshold: 1 error, 2 warning, 3 info, 4+ debug"),
     inert("--log-prefix", "log_prefix", None, "the log's lines have no llama.cpp prefix here",
@@ -256,7 +262,9 @@ FLAGS: tuple[Flag, ...] = (
        help="sample in the graph, on the output layer's device (default: disabled; a request's "
             "backend_sampling overrides it)"),
     # ---- speculative params ----
-    refused("--spec-draft-hf -hfd -hfrd --hf-repo-draft", "hf_repo_draft", "REPO", _DOWNLOAD),
+    used("--spec-draft-hf -hfd -hfrd --hf-repo-draft", "hf_repo_draft", "<user>/<model>[:quant]",
+       env="LLAMA_ARG_SPEC_DRAFT_HF_REPO",
+       help="download the draft model from a Hugging Face repository"),
     used("--spec-draft-threads -td --threads-draft", "threads_draft", "N", type=int,
        help="CPU threads of the draft model (default: --threads)"),
     used("--spec-draft-threads-batch -tbd --threads-batch-draft", "threads_batch_draft", "N",
@@ -410,10 +418,12 @@ FLAGS: tuple[Flag, ...] = (
        help="continuous batching (always on here: --no-cont-batching is refused)"),
     used("-mm --mmproj", "mmproj", "FILE", env="LLAMA_ARG_MMPROJ",
        help="multimodal projector file: images and audio in requests", commands=GENERATE | SERVE),
-    refused("-mmu --mmproj-url", "mmproj_url", "URL", _DOWNLOAD),
-    inert("--mmproj-auto", "mmproj_auto", None,
-           "it concerns a projector downloaded with -hf, and nothing is downloaded here",
-           negative=("--no-mmproj", "--no-mmproj-auto")),
+    used("-mmu --mmproj-url", "mmproj_url", "URL", env="LLAMA_ARG_MMPROJ_URL",
+       help="download the projector from this URL", commands=GENERATE | SERVE),
+    used("--mmproj-auto", "mmproj_auto", None, default=True,
+       negative=("--no-mmproj", "--no-mmproj-auto"), env="LLAMA_ARG_MMPROJ_AUTO",
+       help="download the -hf repository's projector too (default: on)",
+       commands=GENERATE | SERVE),
     used("--mmproj-offload", "mmproj_offload", None, default=True,
        negative=("--no-mmproj-offload",), env="LLAMA_ARG_MMPROJ_OFFLOAD",
        help="run the projector on the GPU (default: on)", commands=GENERATE | SERVE),
@@ -570,17 +580,22 @@ FLAGS: tuple[Flag, ...] = (
             "again (-1: never)"),
     used("--log-prompts-dir", "log_prompts_dir", "PATH",
        help="write each prompt to a file in this folder (made if missing; for debugging)"),
-    refused("--embd-gemma-default", "embd_gemma_default", None, _PRESET),
+    used("--embd-gemma-default", "embd_gemma_default", None,
+       help="EmbeddingGemma 300M, downloaded, with llama-server's settings for it"),
     refused("--fim-qwen-1.5b-default", "fim_qwen_15b_default", None, _PRESET),
     refused("--fim-qwen-3b-default", "fim_qwen_3b_default", None, _PRESET),
     refused("--fim-qwen-7b-default", "fim_qwen_7b_default", None, _PRESET),
     refused("--fim-qwen-7b-spec", "fim_qwen_7b_spec", None, _PRESET),
     refused("--fim-qwen-14b-spec", "fim_qwen_14b_spec", None, _PRESET),
     refused("--fim-qwen-30b-default", "fim_qwen_30b_default", None, _PRESET),
-    refused("--gpt-oss-20b-default", "gpt_oss_20b_default", None, _PRESET),
-    refused("--gpt-oss-120b-default", "gpt_oss_120b_default", None, _PRESET),
-    refused("--vision-gemma-4b-default", "vision_gemma_4b_default", None, _PRESET),
-    refused("--vision-gemma-12b-default", "vision_gemma_12b_default", None, _PRESET),
+    used("--gpt-oss-20b-default", "gpt_oss_20b_default", None,
+       help="gpt-oss-20b, downloaded, with llama-server's settings for it"),
+    used("--gpt-oss-120b-default", "gpt_oss_120b_default", None,
+       help="gpt-oss-120b, downloaded, with llama-server's settings for it"),
+    used("--vision-gemma-4b-default", "vision_gemma_4b_default", None,
+       help="Gemma 3 4B QAT with its projector, downloaded"),
+    used("--vision-gemma-12b-default", "vision_gemma_12b_default", None,
+       help="Gemma 3 12B QAT with its projector, downloaded"),
     used("--spec-default", "spec_default", None,
        help="llama-server's default speculative decoding: ngram-mod (24, 48, 64)"),
     # ---- llama-cy's own ----
@@ -627,9 +642,38 @@ FLAGS: tuple[Flag, ...] = (
 )
 # fmt: on
 
+#: The flags that stand for others (common/arg.cpp's presets): given, their flags are
+#: read in their place, so that a later flag overrides them, as in llama.cpp.
+# fmt: off
+ARG_PRESETS: dict[str, tuple[str, ...]] = {
+    "--embd-gemma-default": (
+        "-hf", "ggml-org/embeddinggemma-300M-qat-q4_0-GGUF",
+        "-hff", "embeddinggemma-300M-qat-Q4_0.gguf",
+        "--port", "8011", "-ub", "2048", "-b", "2048", "-np", "32", "-c", "65536",
+        "--embedding",
+    ),
+    "--gpt-oss-20b-default": (
+        "-hf", "ggml-org/gpt-oss-20b-GGUF", "-hff", "gpt-oss-20b-mxfp4.gguf",
+        "--port", "8013", "-ub", "2048", "-b", "32768", "-np", "2", "-c", "262144",
+        "--temp", "1.0", "--top-p", "1.0", "--top-k", "0", "--min-p", "0.01", "--jinja",
+    ),
+    "--gpt-oss-120b-default": (
+        "-hf", "ggml-org/gpt-oss-120b-GGUF",
+        "--port", "8013", "-ub", "2048", "-b", "32768", "-np", "2", "-c", "262144",
+        "--temp", "1.0", "--top-p", "1.0", "--top-k", "0", "--min-p", "0.01", "--jinja",
+    ),
+    "--vision-gemma-4b-default": (
+        "-hf", "ggml-org/gemma-3-4b-it-qat-GGUF", "--port", "8014", "-c", "0", "--jinja",
+    ),
+    "--vision-gemma-12b-default": (
+        "-hf", "ggml-org/gemma-3-12b-it-qat-GGUF", "--port", "8014", "-c", "0", "--jinja",
+    ),
+}
+
 #: The sampling flags' other spellings in llama-server.
 SAMPLING_ALIASES = {
     "--temp": ("--temperature",),
     "--top-nsigma": ("--top-n-sigma",),
     "--typical": ("--typical-p",),
 }
+# fmt: on

@@ -19,6 +19,7 @@ import os
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,9 +29,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from llama_cy._model import LlamaModel
+from llama_cy._server_tools import ServerTools
 from llama_cy.errors import ContextOverflowError, KVCacheFullError
 from llama_cy.server import ui, vertex
-from llama_cy.server.core import Endpoint, Server
+from llama_cy.server.core import Endpoint, Server, start_tools
 from llama_cy.server.engine import QueueFullError
 from llama_cy.server.router import Router
 from llama_cy.server.routes import (
@@ -125,6 +127,8 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
     """The ASGI app of llama-server's router mode (:mod:`.router`): the models
     listed in ``router`` load on demand, or at start with ``load-on-startup``."""
 
+    front = RouterFront(settings, start_tools(settings))
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         for name in router.startup:
@@ -133,7 +137,11 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
         try:
             yield
         finally:
+            if front.tools is not None:
+                front.tools.shutdown()
             await router.unload_all()
+            if front.tools is not None:
+                await asyncio.to_thread(front.tools.close)
 
     def guarded(fn: Endpoint, public: bool) -> Endpoint:
         async def endpoint(request: Request) -> Response:
@@ -152,12 +160,25 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
         return endpoint
 
     prefix = settings.api_prefix
-    table = router_routes.routes(router, settings, autoload)
+    # The router runs the agent tools, MCP servers and CORS proxy itself, as llama-server.
+    table = (
+        router_routes.routes(router, settings, autoload)
+        + server_tools.routes(front)
+        + proxy.routes(front)
+    )
     mounted = [Route(prefix + p, guarded(fn, public), methods=m) for p, fn, m, public in table]
     app = Starlette(routes=mounted, lifespan=lifespan)
     app.add_middleware(Cors, settings=settings)
     app.state.router = router
     return app
+
+
+@dataclass
+class RouterFront:
+    """What the router's own routes (tools, CORS proxy) need of a server."""
+
+    settings: ServerSettings
+    tools: ServerTools | None
 
 
 def _authorize(settings: ServerSettings, request: Request) -> None:

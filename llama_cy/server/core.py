@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -41,13 +41,21 @@ from llama_cy.server.settings import (
     mmproj_device,
 )
 
-__all__ = ["Endpoint", "RouteSpec", "Server"]
+__all__ = ["Endpoint", "Front", "RouteSpec", "Server", "start_tools"]
 
 _log = logging.getLogger("llama_cy.server")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 #: (path, endpoint, methods, public: no API key needed)
 RouteSpec = tuple[str, Endpoint, list[str], bool]
+
+
+class Front(Protocol):
+    """What the routes a router serves itself (``/tools``, ``/cors-proxy``) need of a
+    server: a :class:`Server`, or a router's front."""
+
+    settings: ServerSettings
+    tools: ServerTools | None
 
 
 class Server:
@@ -87,7 +95,7 @@ class Server:
         self._build()
         try:
             #: --tools and MCP servers: started once, kept while the server sleeps
-            self.tools = _start_tools(settings)
+            self.tools = start_tools(settings)
         except BaseException:
             self._teardown()
             raise
@@ -394,7 +402,7 @@ class Server:
         return out
 
 
-def _start_tools(settings: ServerSettings) -> ServerTools | None:
+def start_tools(settings: ServerSettings) -> ServerTools | None:
     """The tools and MCP servers the settings ask for (MCP servers spawned and listed
     now, as at llama-server's start); None when none are asked for. ToolsError where
     llama-server would not start."""

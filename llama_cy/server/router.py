@@ -29,7 +29,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from llama_cy import hf_cache
 from llama_cy.server.presets import (
+    DEDUP_CACHE_MODELS,
     LOAD_ON_STARTUP,
     STOP_TIMEOUT,
     Preset,
@@ -91,6 +93,29 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((CHILD_ADDR, 0))
         return int(s.getsockname()[1])
+
+
+def _deduplicated(
+    custom: dict[str, Preset], cached: dict[str, Preset], source: dict[str, str]
+) -> set[str]:
+    """The cache's models that a preset with ``dedup-cache-models`` loads (the same
+    file, its model or draft model): hidden from /models."""
+    used: set[str] = set()
+    for p in custom.values():
+        if not is_truthy(p.get(DEDUP_CACHE_MODELS) or ""):
+            continue
+        for repo, file in (("hf_repo", "hf_file"), ("hf_repo_draft", "model_draft")):
+            with contextlib.suppress(ValueError):
+                if p.get(repo) and (
+                    path := hf_cache.resolve_cached_path(p.get(repo) or "", p.get(file) or "")
+                ):
+                    used.add(path)
+    hidden = set()
+    for name in cached:
+        if source.get(name) == "cache" and hf_cache.resolve_cached_path(name) in used:
+            _log.info("hiding cache model name=%s (deduplicated by a preset)", name)
+            hidden.add(name)
+    return hidden
 
 
 def _names(text: str | None) -> list[str]:
@@ -177,6 +202,7 @@ class Router:
         models_max: int = 4,
         router_port: int = 0,
         extra: dict[str, Preset] | None = None,
+        hf_token: str = "",
     ) -> None:
         self.base = base.copy()
         self.base.unset(*_RESERVED, *_MODEL_ARGS, "log_file")
@@ -184,13 +210,19 @@ class Router:
         self.models_preset = models_preset
         self.models_max = models_max
         self.router_port = router_port
+        self.hf_token = hf_token  # for POST /models's look at the Hub
         self.extra = extra or {}  # the demo model, beside the folder and the presets
         self.models: dict[str, Model] = {}
         self.queue: list[_Waiting] = []
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
         self._changed: asyncio.Condition | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: a download ended: the cache is read again before the next answer
+        self.need_reload = False
         self.startup: list[str] = []
+        #: llama-server's test hook: loads and forwarded requests take 2 s longer, so
+        #: that tests can see the queue at work
+        self.fake_timing = bool(os.environ.get("LLAMA_SERVER_DEBUG_FAKE_TIMING"))
         self.load_models()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -228,9 +260,10 @@ class Router:
             local = load_from_models_dir(self.models_dir)
         if self.models_preset:
             glob, custom = load_from_ini(self.models_preset)
+        cached = {n: Preset(n, {"hf_repo": n}) for n in hf_cache.list_cached_models()}
         final: dict[str, Preset] = {}
         source: dict[str, str] = {}
-        for group, kind in ((self.extra, "preset"), (local, "models_dir")):
+        for group, kind in ((cached, "cache"), (self.extra, "preset"), (local, "models_dir")):
             for name, p in group.items():
                 final[name] = glob.copy(name)
                 final[name].merge(p)
@@ -245,9 +278,7 @@ class Router:
             source[name] = "preset"
         for p in final.values():
             p.merge(self.base)
-        # dedup-cache-models hides download-cache models, and none are listed here yet.
-        hidden: set[str] = set()
-        return final, source, hidden
+        return final, source, _deduplicated(custom, cached, source)
 
     def _model(self, name: str, source: str, preset: Preset) -> Model:
         m = Model(name, source, preset)
@@ -283,6 +314,7 @@ class Router:
     def load_models(self) -> list[str]:
         """Read the sources (again): returns the running models whose preset changed or
         that left the sources, which the caller must stop (:meth:`reload`)."""
+        self.need_reload = False
         final, source, hidden = self._presets()
         first = not self.models
         fresh = {n: self._model(n, source[n], p) for n, p in final.items()}
@@ -294,7 +326,9 @@ class Router:
                 if new is None or new.preset.options != old.preset.options:
                     stale.append(name)
                 continue
-            if new is None:
+            if old.status == "downloading":
+                continue  # its worker still runs
+            if new is None or old.status == "downloaded":
                 del self.models[name]
         for name, new in fresh.items():
             known = self.models.get(name)
@@ -332,6 +366,8 @@ class Router:
             _log.info("  [%10s] %s", m.source, name)
 
     def get(self, name: str) -> Model | None:
+        if self.need_reload:
+            self.load_models()
         if name in self.models:
             return self.models[name]
         return next((m for m in self.models.values() if name in m.aliases), None)
@@ -344,9 +380,62 @@ class Router:
     def has_capacity(self) -> bool:
         return self.models_max <= 0 or self._running() < self.models_max
 
+    async def download(self, name: str) -> None:
+        """``POST /models``: a worker child downloads the repository ``name`` into the
+        cache (it takes no slot); its progress goes to /models/sse."""
+        m = Model(name, "cache", Preset(name), status="downloading")
+        self.models[name] = m
+        m.port = _free_port()
+        m.args = self._args(m)
+        env = {
+            **os.environ,
+            "LLAMA_SERVER_ROUTER_PORT": str(self.router_port),
+            "LLAMA_SERVER_CHILD_MODE": "download",
+            "LLAMA_ARG_HF_REPO": name,
+        }
+        await self._spawn_child(m, env)
+
+    async def _spawn_child(self, m: Model, env: dict[str, str]) -> None:
+        try:
+            m.proc = await asyncio.create_subprocess_exec(
+                *m.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # a Ctrl-C reaches the router, which stops them
+            )
+        except OSError as exc:
+            m.status = "unloaded"
+            raise RouterError(
+                f"failed to spawn server instance: {exc}", 500, "server_error"
+            ) from None
+        self.broadcast("model_status", m.name, {"status": m.status})
+        self._spawn(self._watch(m, m.proc))
+        await self._notify()
+
+    async def remove(self, name: str) -> None:
+        """``DELETE /models``: stop a cache model (or its download) and delete its
+        files from the cache."""
+        m = self.models.get(name)
+        if m is None:
+            raise RouterError(f"model name={name} is not found", 404, "not_found_error")
+        if m.source != "cache":
+            raise RouterError(f"model name={name} is not removable (not from cache)")
+        if m.proc is not None:
+            self.request_stop(m, force=m.status in ("loading", "downloading"))
+            await self.wait(name, lambda x: x.proc is None)
+        ok = await asyncio.to_thread(hf_cache.remove_cached, name)
+        if not ok:
+            _log.warning("removing model name=%s from disk returned false", name)
+        self.models.pop(name, None)
+        self.broadcast("model_remove", name, {})
+
     async def load(self, name: str) -> None:
         """Start ``name``'s child (a no-op if one runs). Over the limit, the least
         recently used idle model is stopped first; with none idle, a RouterError."""
+        if self.fake_timing:
+            await asyncio.sleep(2)
         m = self.models[name]
         if m.status != "unloaded":
             return
@@ -367,23 +456,7 @@ class Router:
         m.stopping = False
         env = {**os.environ, "LLAMA_SERVER_ROUTER_PORT": str(self.router_port)}
         _log.info("spawning server instance with name=%s on port %d", name, m.port)
-        try:
-            m.proc = await asyncio.create_subprocess_exec(
-                *m.args,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                start_new_session=True,  # a Ctrl-C reaches the router, which stops them
-            )
-        except OSError as exc:
-            m.status = "unloaded"
-            raise RouterError(
-                f"failed to spawn server instance: {exc}", 500, "server_error"
-            ) from None
-        self.broadcast("model_status", name, {"status": "loading"})
-        self._spawn(self._watch(m, m.proc))
-        await self._notify()
+        await self._spawn_child(m, env)
 
     async def _watch(self, m: Model, proc: asyncio.subprocess.Process) -> None:
         """Read a child's state lines and log, until it exits."""
@@ -405,7 +478,13 @@ class Router:
         await asyncio.gather(states(), logs())
         code = await proc.wait()
         _log.info("instance name=%s exited with status %d", m.name, code)
-        if m.proc is proc:
+        if m.proc is not proc:
+            return
+        if m.status in ("downloading", "downloaded"):  # a download worker
+            m.status, m.proc, m.stopping = "downloaded", None, False
+            self.need_reload = True
+            await self._notify()
+        else:
             await self._set_status(m, "unloaded", exit_code=code)
 
     async def _child_state(self, m: Model, proc: Any, text: str) -> None:
@@ -418,7 +497,22 @@ class Router:
             return
         if m.proc is not proc:
             return
-        if state == "loading":
+        if state == "downloading":
+            result = payload.get("result")
+            if result in ("download_finished", "download_failed"):
+                m.status = "downloaded"
+                self.need_reload = True
+                self.broadcast(result, m.name, {})
+                self.request_stop(m)
+                await self._notify()
+            elif isinstance(payload.get("url"), str):
+                progress = m.loaded_info.setdefault("progress", {})
+                progress[payload["url"]] = {
+                    "done": payload.get("downloaded", 0),
+                    "total": payload.get("total", 0),
+                }
+                self.broadcast("download_progress", m.name, dict(m.loaded_info))
+        elif state == "loading":
             await self._set_status(m, "loading", progress=payload)
         elif state == "ready":
             await self._set_status(m, "loaded", info=payload or None)
@@ -580,8 +674,8 @@ class Router:
                         self._join(name)
                         self.tick()
                         queued = True
-                elif m.status in ("loaded", "sleeping"):
-                    break
+                elif m.status in ("loaded", "sleeping", "downloading", "downloaded"):
+                    break  # up, or a download worker: nothing to wait for
                 elif m.status == "loading":
                     saw_loading = True
                 elif m.status == "unloaded":
@@ -613,10 +707,15 @@ class Router:
                 async with self.changed:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self.changed.wait(), 0.2)
-        finally:
+        except BaseException:
             if queued:
                 self._leave(name)
-            self.tick()
+            self.tick()  # a slot freed for this waiter goes to the next one
+            raise
+        # No tick here: the caller takes the model (its request count) before any other
+        # task runs, so the model just loaded is not given up under it.
+        if queued:
+            self._leave(name)
         return True
 
 
@@ -626,6 +725,8 @@ class ChildLink:
     stdin. A child whose stdin closes has lost its router, and exits."""
 
     def __init__(self) -> None:
+        #: set when the router says exit (a download worker checks it)
+        self.exiting = threading.Event()
         self._out: IO[str] = os.fdopen(os.dup(1), "w", encoding="utf-8")
         os.dup2(2, 1)  # anything else printed goes to the log
         self._lock = threading.Lock()
@@ -645,7 +746,9 @@ class ChildLink:
         for line in sys.stdin:
             if CMD_EXIT in line:
                 _log.info("exit command received, exiting...")
-                os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
+                self.exiting.set()
+                if os.environ.get("LLAMA_SERVER_CHILD_MODE") != "download":
+                    os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
                 return
         _log.info("EOF on stdin detected, forcing shutdown...")
         os._exit(1)

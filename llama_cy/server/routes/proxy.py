@@ -14,7 +14,7 @@ import urllib.request
 from starlette.requests import Request
 from starlette.responses import Response
 
-from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.core import Front, RouteSpec
 from llama_cy.server.schema import ApiError
 
 __all__ = ["routes"]
@@ -33,7 +33,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-def routes(server: Server) -> list[RouteSpec]:
+def routes(server: Front) -> list[RouteSpec]:
     async def proxy(request: Request) -> Response:
         if not server.settings.ui_mcp_proxy:
             raise ApiError(

@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from llama_cy._backend import LLAMA_CPP_BUILD
+from llama_cy.download import DownloadError, hf_plan
 from llama_cy.server.core import RouteSpec
 from llama_cy.server.router import CHILD_ADDR, Model, Router, RouterError
 from llama_cy.server.schema import ApiError, parse
@@ -140,6 +141,8 @@ async def forward(
         m.last_used = time.monotonic()
     m.requests += 1
     done = False
+    if router.fake_timing:  # busy while it waits, as in llama-server
+        await asyncio.sleep(2)
 
     def release() -> None:
         nonlocal done
@@ -179,6 +182,14 @@ async def forward(
             release()
 
     return StreamingResponse(relay(), status_code=status, headers=kept)
+
+
+def download_plan(name: str, token: str) -> None:
+    """What ``POST /models`` checks before it starts a download: the repository has a
+    model (asked of the Hub; a DownloadError otherwise)."""
+    plan = hf_plan(name, token=token)
+    if plan.primary is None and plan.preset is None:
+        raise DownloadError(f"no model in repository {name}")
 
 
 def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[RouteSpec]:
@@ -222,6 +233,8 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
     async def models(request: Request) -> Response:
         if request.query_params.get("reload"):
             await router.reload()
+        elif router.need_reload:
+            router.load_models()
         data = [m.listing() for m in router.models.values() if not m.hidden]
         return JSONResponse({"data": data, "object": "list"})
 
@@ -264,21 +277,22 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         name = _name(parse(await request.body()))
         if not name:
             raise ApiError(400, "model must be a non-empty string")
-        raise ApiError(
-            501,
-            "models are not downloaded here: put GGUF files in --models-dir or name them "
-            "in --models-preset",
-            "not_supported_error",
-        )
+        try:
+            await asyncio.to_thread(download_plan, name, router.hf_token)
+        except (DownloadError, ValueError) as exc:
+            raise ApiError(400, f"model validation failed, unable to download: {exc}") from None
+        if router.get(name) is not None:
+            raise ApiError(400, f"model '{name}' already exists")
+        await _call(router.download(name))
+        return JSONResponse({"success": True})
 
     async def remove(request: Request) -> Response:
         name = request.query_params.get("model", "")
         if not name:
             raise ApiError(400, "model must be a non-empty string")
-        m = router.get(name)
-        if m is None:
-            raise ApiError(404, f"model name={name} is not found", "not_found_error")
-        raise ApiError(400, f"model name={name} is not removable (not from cache)")
+        router.get(name)  # a finished download is listed first
+        await _call(router.remove(name))
+        return JSONResponse({"success": True})
 
     table: list[RouteSpec] = [
         ("/health", health, get, True),

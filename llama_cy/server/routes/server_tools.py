@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from llama_cy._server_tools import ToolResponse
-from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.core import Front, RouteSpec
 from llama_cy.server.schema import ApiError
 
 __all__ = ["routes"]
@@ -23,7 +23,7 @@ __all__ = ["routes"]
 _HEADERS = ("x-tool-cwd", "x-tool-runtime", "x-resp-type")
 
 
-def routes(server: Server) -> list[RouteSpec]:
+def routes(server: Front) -> list[RouteSpec]:
     async def endpoint(request: Request) -> Response:
         t = server.tools
         if t is None or not t.active:
