@@ -70,7 +70,7 @@ def test_which_file_a_tag_means(hub: FakeHub) -> None:
     assert plan.mmproj is None
     with pytest.raises(DownloadError, match="no GGUF files found in repository org/many"):
         download.hf_plan("org/many:IQ2_XS")
-    with pytest.raises(DownloadError, match="file 'nope.gguf' not found"):
+    with pytest.raises(DownloadError, match=r"file 'nope\.gguf' not found"):
         download.hf_plan("org/many", "nope.gguf")
     with pytest.raises(ValueError, match="expected <user>/<model>"):
         download.hf_plan("just-a-name")

@@ -148,7 +148,15 @@ def serve_router(
         print(
             f"llama-cy: router mode on {where}: models load on demand", file=sys.stderr, flush=True
         )
-        uvicorn.Server(config).run(sockets=sockets)
+        tools = app.state.tools
+
+        class Server(uvicorn.Server):
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                if tools is not None:  # a tool call in flight ends now, as in serve()
+                    tools.shutdown()
+                await super().shutdown(sockets)
+
+        Server(config).run(sockets=sockets)
     finally:
         for s in sockets:
             s.close()

@@ -170,6 +170,7 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
     app = Starlette(routes=mounted, lifespan=lifespan)
     app.add_middleware(Cors, settings=settings)
     app.state.router = router
+    app.state.tools = front.tools
     return app
 
 
