@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
+from llama_cy.server.child import ChildLink
 from llama_cy.server.presets import Preset
-from llama_cy.server.router import ChildLink
 
 __all__ = ["check_flags", "main"]
 

@@ -73,7 +73,7 @@ def serve(
 
     from llama_cy.server import vertex
     from llama_cy.server.app import create_app
-    from llama_cy.server.router import ChildLink
+    from llama_cy.server.child import ChildLink
     from llama_cy.server.routes.openai import model_card
     from llama_cy.server.settings import load_model
 

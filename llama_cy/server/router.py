@@ -8,9 +8,8 @@ of its own, and forwards each request to the child its ``"model"`` names.
 - At most ``--models-max`` children run; a request for another model waits in a FIFO
   queue (requests for one model share an entry) until an idle child, the least
   recently used, is stopped for it. A busy child is never stopped under a request.
-- Children report their state on stdout (``cmd_child_to_router:state:{json}``) and
-  stop when told so on stdin (``cmd_router_to_child:exit``), as llama-server's do;
-  :class:`ChildLink` is the child's side. Every change is broadcast to ``/models/sse``.
+- Children report their state on stdout and stop when told so on stdin, as
+  llama-server's do (:mod:`.child`). Every change is broadcast to ``/models/sse``.
 """
 
 from __future__ import annotations
@@ -20,16 +19,15 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from llama_cy import hf_cache
+from llama_cy.server.child import CHILD_ADDR, CMD_EXIT, CMD_STATE, child_command
 from llama_cy.server.presets import (
     DEDUP_CACHE_MODELS,
     LOAD_ON_STARTUP,
@@ -41,20 +39,10 @@ from llama_cy.server.presets import (
     load_from_models_dir,
 )
 
-__all__ = [
-    "CHILD_ADDR",
-    "ChildLink",
-    "Model",
-    "Router",
-    "RouterError",
-    "child_command",
-]
+__all__ = ["Model", "Router", "RouterError"]
 
 _log = logging.getLogger("llama_cy.server.router")
 
-CHILD_ADDR = "127.0.0.1"
-CMD_EXIT = "cmd_router_to_child:exit"
-CMD_STATE = "cmd_child_to_router:state:"
 DEFAULT_STOP_TIMEOUT = 10  # seconds
 
 #: What a child never inherits from the router's flags (unset_reserved_args): its
@@ -80,13 +68,6 @@ class RouterError(Exception):
         super().__init__(message)
         self.status = status
         self.type = type
-
-
-def child_command() -> list[str]:
-    """How a child starts: this interpreter running ``llama-cy serve`` (the current
-    folder left off ``sys.path``, so that a checkout's sources never shadow the build)."""
-    boot = "import sys; del sys.path[0]; from llama_cy.cli import main; sys.exit(main())"
-    return [sys.executable, "-c", boot, "serve"]
 
 
 def _free_port() -> int:
@@ -717,38 +698,3 @@ class Router:
         if queued:
             self._leave(name)
         return True
-
-
-class ChildLink:
-    """A child's side of the router's pipes (server_child): state lines on what was
-    stdout (the log moves to stderr), and a thread that waits for the exit command on
-    stdin. A child whose stdin closes has lost its router, and exits."""
-
-    def __init__(self) -> None:
-        #: set when the router says exit (a download worker checks it)
-        self.exiting = threading.Event()
-        self._out: IO[str] = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        os.dup2(2, 1)  # anything else printed goes to the log
-        self._lock = threading.Lock()
-        threading.Thread(target=self._listen, daemon=True, name="router-link").start()
-
-    @staticmethod
-    def active() -> bool:
-        return "LLAMA_SERVER_ROUTER_PORT" in os.environ
-
-    def notify(self, state: str, payload: dict[str, Any] | None = None) -> None:
-        line = json.dumps({"state": state, "payload": payload or {}}, ensure_ascii=False)
-        with self._lock, contextlib.suppress(OSError, ValueError):
-            self._out.write(f"{CMD_STATE}{line}\n")
-            self._out.flush()
-
-    def _listen(self) -> None:
-        for line in sys.stdin:
-            if CMD_EXIT in line:
-                _log.info("exit command received, exiting...")
-                self.exiting.set()
-                if os.environ.get("LLAMA_SERVER_CHILD_MODE") != "download":
-                    os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's graceful shutdown
-                return
-        _log.info("EOF on stdin detected, forcing shutdown...")
-        os._exit(1)

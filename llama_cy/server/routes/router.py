@@ -18,8 +18,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.download import DownloadError, hf_plan
+from llama_cy.server.child import CHILD_ADDR
 from llama_cy.server.core import RouteSpec
-from llama_cy.server.router import CHILD_ADDR, Model, Router, RouterError
+from llama_cy.server.router import Model, Router, RouterError
 from llama_cy.server.schema import ApiError, parse
 from llama_cy.server.settings import ServerSettings
 
