@@ -36,6 +36,7 @@ from llama_cy import _build_config, errors
 from llama_cy._adapter import LoraAdapter, load_control_vectors
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
+from llama_cy._fit import fit_params
 from llama_cy._model import LlamaModel
 from llama_cy._mtmd import Bitmap, InputChunk, InputChunks, MtmdContext
 from llama_cy._placement import buffer_types
@@ -101,6 +102,7 @@ __all__ = [
     "default_n_threads",
     "devices",
     "errors",
+    "fit_params",
     "get_include",
     "get_lib_dir",
     "load_control_vectors",

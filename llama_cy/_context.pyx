@@ -150,6 +150,75 @@ cdef object _choice(dict table, value, str what):
         raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(table)}") from None
 
 
+cdef c.llama_context_params _context_params(
+    n_ctx, n_batch, n_ubatch, n_seq_max, n_threads, n_threads_batch, rope_scaling_type,
+    pooling_type, attention_type, flash_attn, rope_freq_base, rope_freq_scale, yarn_ext_factor,
+    yarn_attn_factor, yarn_beta_fast, yarn_beta_slow, yarn_orig_ctx, type_k, type_v,
+    bint embeddings, offload_kqv, swa_full, kv_unified, bint no_perf, op_offload, n_outputs_max,
+    n_outputs_max_per_seq,
+) except *:
+    """The llama_context_params of LlamaContext's arguments (None: llama.cpp's default)."""
+    cdef c.llama_context_params p = c.llama_context_default_params()
+    p.n_ctx = n_ctx
+    p.n_batch = n_batch
+    p.n_ubatch = n_batch if n_ubatch is None else n_ubatch
+    if p.n_ubatch > p.n_batch:
+        p.n_ubatch = p.n_batch
+    if n_seq_max < 1 or n_seq_max > c.llama_max_parallel_sequences():
+        raise ValueError(f"n_seq_max must be in [1, {c.llama_max_parallel_sequences()}]")
+    p.n_seq_max = n_seq_max
+    if n_threads is None:
+        n_threads = default_n_threads()
+    p.n_threads = _check_threads("n_threads", n_threads)
+    p.n_threads_batch = _check_threads(
+        "n_threads_batch", n_threads if n_threads_batch is None else n_threads_batch)
+    if rope_scaling_type is not None:
+        p.rope_scaling_type = _choice(_ROPE_SCALING, rope_scaling_type, "rope_scaling_type")
+    if pooling_type is not None:
+        p.pooling_type = _choice(_POOLING, pooling_type, "pooling_type")
+    if attention_type is not None:
+        p.attention_type = _choice(_ATTENTION, attention_type, "attention_type")
+    if flash_attn is not None:
+        p.flash_attn_type = c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else c.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    if rope_freq_base is not None:
+        p.rope_freq_base = rope_freq_base
+    if rope_freq_scale is not None:
+        p.rope_freq_scale = rope_freq_scale
+    if yarn_ext_factor is not None:
+        p.yarn_ext_factor = yarn_ext_factor
+    if yarn_attn_factor is not None:
+        p.yarn_attn_factor = yarn_attn_factor
+    if yarn_beta_fast is not None:
+        p.yarn_beta_fast = yarn_beta_fast
+    if yarn_beta_slow is not None:
+        p.yarn_beta_slow = yarn_beta_slow
+    if yarn_orig_ctx is not None:
+        p.yarn_orig_ctx = yarn_orig_ctx
+    if type_k is not None:
+        p.type_k = _choice(_KV_TYPES, type_k, "type_k")
+    if type_v is not None:
+        p.type_v = _choice(_KV_TYPES, type_v, "type_v")
+    p.embeddings = embeddings
+    if offload_kqv is not None:
+        p.offload_kqv = offload_kqv
+    if swa_full is not None:
+        p.swa_full = swa_full
+    if kv_unified is not None:
+        p.kv_unified = kv_unified
+    p.no_perf = no_perf
+    if op_offload is not None:
+        p.op_offload = op_offload
+    if n_outputs_max is not None:
+        if n_outputs_max < 0:
+            raise ValueError("n_outputs_max must be >= 0 (0: n_batch)")
+        p.n_outputs_max = n_outputs_max
+    if n_outputs_max_per_seq is not None:
+        if n_outputs_max_per_seq < 0:
+            raise ValueError("n_outputs_max_per_seq must be >= 0 (0: n_outputs_max)")
+        p.n_outputs_max_per_seq = n_outputs_max_per_seq
+    return p
+
+
 @cython.no_gc_clear  # __dealloc__ releases the model it points to
 cdef class LlamaContext(ViewOwner):
     """Inference state on a model: KV cache, output buffers, threads.
@@ -190,65 +259,13 @@ cdef class LlamaContext(ViewOwner):
         self.vocab_only = model.vocab_only
         if self.vocab_only and samplers:
             raise ContextCreationError("samplers: the model was loaded with vocab_only=True")
-        cdef c.llama_context_params p = c.llama_context_default_params()
-        p.n_ctx = n_ctx
-        p.n_batch = n_batch
-        p.n_ubatch = n_batch if n_ubatch is None else n_ubatch
-        if p.n_ubatch > p.n_batch:
-            p.n_ubatch = p.n_batch
-        if n_seq_max < 1 or n_seq_max > c.llama_max_parallel_sequences():
-            raise ValueError(f"n_seq_max must be in [1, {c.llama_max_parallel_sequences()}]")
-        p.n_seq_max = n_seq_max
-        if n_threads is None:
-            n_threads = default_n_threads()
-        p.n_threads = _check_threads("n_threads", n_threads)
-        p.n_threads_batch = _check_threads(
-            "n_threads_batch", n_threads if n_threads_batch is None else n_threads_batch)
-        if rope_scaling_type is not None:
-            p.rope_scaling_type = _choice(_ROPE_SCALING, rope_scaling_type, "rope_scaling_type")
-        if pooling_type is not None:
-            p.pooling_type = _choice(_POOLING, pooling_type, "pooling_type")
-        if attention_type is not None:
-            p.attention_type = _choice(_ATTENTION, attention_type, "attention_type")
-        if flash_attn is not None:
-            p.flash_attn_type = c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn else c.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        if rope_freq_base is not None:
-            p.rope_freq_base = rope_freq_base
-        if rope_freq_scale is not None:
-            p.rope_freq_scale = rope_freq_scale
-        if yarn_ext_factor is not None:
-            p.yarn_ext_factor = yarn_ext_factor
-        if yarn_attn_factor is not None:
-            p.yarn_attn_factor = yarn_attn_factor
-        if yarn_beta_fast is not None:
-            p.yarn_beta_fast = yarn_beta_fast
-        if yarn_beta_slow is not None:
-            p.yarn_beta_slow = yarn_beta_slow
-        if yarn_orig_ctx is not None:
-            p.yarn_orig_ctx = yarn_orig_ctx
-        if type_k is not None:
-            p.type_k = _choice(_KV_TYPES, type_k, "type_k")
-        if type_v is not None:
-            p.type_v = _choice(_KV_TYPES, type_v, "type_v")
-        p.embeddings = embeddings
-        if offload_kqv is not None:
-            p.offload_kqv = offload_kqv
-        if swa_full is not None:
-            p.swa_full = swa_full
+        cdef c.llama_context_params p = _context_params(
+            n_ctx, n_batch, n_ubatch, n_seq_max, n_threads, n_threads_batch, rope_scaling_type,
+            pooling_type, attention_type, flash_attn, rope_freq_base, rope_freq_scale,
+            yarn_ext_factor, yarn_attn_factor, yarn_beta_fast, yarn_beta_slow, yarn_orig_ctx,
+            type_k, type_v, embeddings, offload_kqv, swa_full, kv_unified, no_perf, op_offload,
+            n_outputs_max, n_outputs_max_per_seq)
         self._swa_full = p.swa_full
-        if kv_unified is not None:
-            p.kv_unified = kv_unified
-        p.no_perf = no_perf
-        if op_offload is not None:
-            p.op_offload = op_offload
-        if n_outputs_max is not None:
-            if n_outputs_max < 0:
-                raise ValueError("n_outputs_max must be >= 0 (0: n_batch)")
-            p.n_outputs_max = n_outputs_max
-        if n_outputs_max_per_seq is not None:
-            if n_outputs_max_per_seq < 0:
-                raise ValueError("n_outputs_max_per_seq must be >= 0 (0: n_outputs_max)")
-            p.n_outputs_max_per_seq = n_outputs_max_per_seq
         p.abort_callback = _abort_callback
         p.abort_callback_data = <void *>&self._abort
         self._abort = 0

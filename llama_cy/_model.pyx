@@ -164,10 +164,6 @@ def _rpc_devices(devices, rpc_servers):
 
 cdef class _LoadBuffers:
     """C arrays that llama_model_params points to; they live until the load returns."""
-    cdef c.llama_model_kv_override *kv
-    cdef float *tensor_split
-    cdef ggml_backend_dev_t *devices
-    cdef TensorOverrides overrides
 
     def __dealloc__(self):
         free(self.kv)

@@ -106,16 +106,16 @@ def test_flag_values_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    refused = next(f for f in FLAGS if f.status == REFUSED and f.name == "--hf-repo")
-    with pytest.raises(SystemExit, match="--hf-repo is not supported: models are not down"):
-        check_flags(parse("--hf-repo", "x/y"), ["--hf-repo", "x/y"])
+    refused = next(f for f in FLAGS if f.status == REFUSED and f.name == "--video-fps")
+    with pytest.raises(SystemExit, match="--video-fps is not supported: video input"):
+        check_flags(parse("--video-fps", "2"), ["--video-fps", "2"])
     assert refused.note
     with pytest.raises(SystemExit, match="--no-cont-batching"):
         check_flags(parse("-nocb"), ["-nocb"])
-    monkeypatch.setenv("LLAMA_ARG_HF_REPO", "x/y")
-    with pytest.raises(SystemExit, match="LLAMA_ARG_HF_REPO"):
+    monkeypatch.setenv("LLAMA_ARG_VIDEO_FPS", "2")
+    with pytest.raises(SystemExit, match="LLAMA_ARG_VIDEO_FPS"):
         check_flags(parse(), [])
-    monkeypatch.delenv("LLAMA_ARG_HF_REPO")
+    monkeypatch.delenv("LLAMA_ARG_VIDEO_FPS")
     reasoning = next(f for f in FLAGS if f.dest == "reasoning_format")
     assert tuple(reasoning.choices or ()) == REASONING_FORMATS  # one list of the formats
     inert = [f for f in FLAGS if f.status == INERT]

@@ -46,11 +46,6 @@ def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
             "llama-cy serve: --cache-reuse is not supported: KV-shifting reuse of prompt "
             "chunks is not built here (prefix reuse is, with --cache-prompt)"
         )
-    if args.fit == "on":
-        raise SystemExit(
-            "llama-cy serve: --fit on is not supported: llama_cy does not fit arguments to "
-            "free memory (set -ngl and -c)"
-        )
 
 
 def _demo_model() -> dict[str, Preset]:
@@ -189,6 +184,7 @@ def _server_log(args: argparse.Namespace) -> None:
 def main(args: argparse.Namespace) -> int:
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve
+    from llama_cy.server.settings import fit
 
     check_flags(args, args.argv)
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
@@ -231,7 +227,7 @@ def main(args: argparse.Namespace) -> int:
     if args.model is None:  # no model: llama-server's router mode
         return _router(args)
     path = model_path(args.model)
-    settings = settings_from_args(args, path)
+    settings = fit(settings_from_args(args, path))
     set_priority(args)
     serve(
         settings,

@@ -191,6 +191,17 @@ def _prompts_dir(path: str | None) -> str | None:
     return path
 
 
+def _fit_target(value: str) -> tuple[int, ...]:
+    """-fitt: MiB per device, separated by , or / (one value: every device)."""
+    try:
+        out = tuple(int(x) for x in re.split(r"[,/]+", value.strip()) if x)
+    except ValueError:
+        raise SystemExit(f"llama-cy serve: --fit-target: expected MiB,... not {value!r}") from None
+    if not out or any(x < 0 for x in out):
+        raise SystemExit(f"llama-cy serve: --fit-target: expected MiB >= 0, not {value!r}")
+    return out
+
+
 def _ctx_size(args: argparse.Namespace) -> int:
     """-c, or with --kv-unified-per-slot N and no -c (-c 0 counts as given), the KV pool
     of llama-server: slots x N."""
@@ -257,6 +268,9 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         aliases=split(args.alias),
         tags=split(args.tags),
         ctx_size=_ctx_size(args),
+        fit=args.fit == "on",
+        fit_target=_fit_target(args.fit_target),
+        fit_ctx=args.fit_ctx,
         kv_unified_per_slot=args.kv_unified_per_slot,
         parallel=args.parallel,
         kv_unified=args.kv_unified,

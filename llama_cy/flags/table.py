@@ -42,8 +42,8 @@ RPC = frozenset({"rpc-server"})
 COMMANDS = LOAD | INFO | QUANTIZE | RPC
 
 _MTMD = (
-    "video input, the projector's device and its batch size are not chosen here (the "
-    "projector runs on the first GPU, or the CPU)"
+    "video input and batched image encoding (mtmd_batch) are not built here: images are "
+    "encoded one at a time"
 )
 _DRAFT_CPU = (
     "llama-server b11434 gives the draft model's context the target's CPU placement "
@@ -180,10 +180,14 @@ FLAGS: tuple[Flag, ...] = (
        help="share of the model per GPU"),
     used("-mg --main-gpu", "main_gpu", "INDEX", type=int, default=0, env="LLAMA_ARG_MAIN_GPU",
        help="the GPU for split-mode none/row"),
-    used("-fit --fit", "fit", "[on|off]", type=on_off, default="off", env="LLAMA_ARG_FIT",
-       help="fit unset arguments to device memory: only 'off' is built here"),
-    refused("-fitt --fit-target", "fit_target", "MiB,...", "--fit is not built here"),
-    refused("-fitc --fit-ctx", "fit_ctx", "N", "--fit is not built here"),
+    used("-fit --fit", "fit", "[on|off]", type=on_off, default="on", env="LLAMA_ARG_FIT",
+       help="fit -ngl, the split, the MoE weights on the CPU and -c 0 to free device memory "
+       "(common_fit_params; default: on)"),
+    used("-fitt --fit-target", "fit_target", "MiB0,MiB1,...", default="1024",
+       env="LLAMA_ARG_FIT_TARGET", help="memory -fit leaves free per device, in MiB (one "
+       "value: every device)"),
+    used("-fitc --fit-ctx", "fit_ctx", "N", type=int, default=4096, env="LLAMA_ARG_FIT_CTX",
+       help="the smallest context -fit may choose"),
     used("--check-tensors", "check_tensors", None, help="check the weights for invalid values"),
     used("--override-kv", "override_kv", "KEY=TYPE:VALUE,...", repeat=True,
        help="override model metadata (types: int, float, bool, str)"),
@@ -437,10 +441,13 @@ FLAGS: tuple[Flag, ...] = (
        env="LLAMA_ARG_IMAGE_MAX_TOKENS",
        help="most tokens an image becomes (dynamic-resolution projectors)",
        commands=GENERATE | SERVE),
-    refused("--mtmd-batch-max-tokens", "mtmd_batch_max_tokens", "N", _MTMD),
-    refused("--video-fps", "video_fps", "N", _MTMD),
-    refused("--video-timestamp-interval", "video_timestamp_interval", "N", _MTMD),
-    refused("--video-ffmpeg-dir", "video_ffmpeg_dir", "DIR", _MTMD),
+    refused("--mtmd-batch-max-tokens", "mtmd_batch_max_tokens", "N", _MTMD,
+            env="LLAMA_ARG_MTMD_BATCH_MAX_TOKENS"),
+    refused("--video-fps", "video_fps", "N", _MTMD, env="LLAMA_ARG_VIDEO_FPS"),
+    refused("--video-timestamp-interval", "video_timestamp_interval", "N", _MTMD,
+            env="LLAMA_ARG_VIDEO_TIMESTAMP_INTERVAL"),
+    refused("--video-ffmpeg-dir", "video_ffmpeg_dir", "DIR", _MTMD,
+            env="LLAMA_ARG_VIDEO_FFMPEG_DIR"),
     used("-a --alias", "alias", "STRING", env="LLAMA_ARG_ALIAS",
        help="the model's names in the API, comma-separated (default: the file name)"),
     used("--tags", "tags", "STRING", env="LLAMA_ARG_TAGS",

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llama_cy._backend import Device, devices
@@ -14,8 +15,11 @@ from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 from llama_cy.sampling import eog_bias
 
+_log = logging.getLogger("llama_cy.server")
+
 __all__ = [
     "ServerSettings",
+    "fit",
     "load_keywords",
     "load_model",
     "load_model_draft",
@@ -78,6 +82,12 @@ class ServerSettings:
     mcp_servers_config: str = ""
     mcp_servers_json: str = ""
     sleep_idle_seconds: float = _flag("sleep_idle_seconds")
+    #: -fit: fit -ngl, the split, the MoE weights on the CPU and -c 0 to free memory,
+    #: leaving ``fit_target`` MiB free on each device (one value: all), -c at least
+    #: ``fit_ctx``
+    fit: bool = True
+    fit_target: tuple[int, ...] = (1024,)
+    fit_ctx: int = _flag("fit_ctx")
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = _flag("lora_init_without_apply")
     cache_prompt: bool = _flag("cache_prompt")
@@ -205,6 +215,63 @@ class ServerSettings:
                 "pooling_type": "rank" if self.reranking else self.pooling,
             }
         return {**common, "n_ubatch": self.ubatch_size, "kv_unified": self.unified}
+
+
+def fit(settings: ServerSettings) -> ServerSettings:
+    """``settings`` after llama-server's ``-fit`` (:func:`llama_cy.fit_params`): the
+    arguments left at their defaults chosen so that the model and its context leave
+    ``--fit-target`` MiB free on each device. Unchanged with ``-fit off``."""
+    if not settings.fit:
+        return settings
+    from llama_cy._fit import fit_params
+
+    load = load_keywords(settings.load)
+    margins = [m * 1024 * 1024 for m in settings.fit_target]
+    if settings.mmproj and os.path.isfile(settings.mmproj) and settings.mmproj_offload:
+        margins[0] += os.path.getsize(settings.mmproj)  # the projector goes there too
+    ctx = settings.context
+    out = fit_params(
+        settings.model,
+        n_gpu_layers=settings.n_gpu_layers,
+        **{k: load[k] for k in _FIT_LOAD if load.get(k) is not None},
+        n_ctx=settings.ctx_size,
+        n_batch=settings.batch_size,
+        n_ubatch=settings.batch_size if settings.embeddings else settings.ubatch_size,
+        n_seq_max=settings.n_parallel,
+        flash_attn=settings.flash_attn,
+        type_k=ctx.get("type_k"),
+        type_v=ctx.get("type_v"),
+        offload_kqv=ctx.get("offload_kqv"),
+        swa_full=ctx.get("swa_full"),
+        kv_unified=settings.unified,
+        embeddings=settings.embeddings or settings.reranking,
+        margins=margins,
+        n_ctx_min=settings.fit_ctx,
+    )
+    _log.info(
+        "fit (%s): -ngl %d, -c %d, %d tensor overrides",
+        out["status"],
+        out["n_gpu_layers"],
+        out["n_ctx"],
+        len(out["tensor_overrides"]),
+    )
+    fitted = dict(settings.load)
+    if out["tensor_split"] is not None:
+        fitted["tensor_split"] = out["tensor_split"]
+    fitted["tensor_overrides"] = out["tensor_overrides"] or None
+    return replace(settings, n_gpu_layers=out["n_gpu_layers"], ctx_size=out["n_ctx"], load=fitted)
+
+
+#: The load keywords that fit_params takes (those that change what goes where).
+_FIT_LOAD = (
+    "split_mode",
+    "main_gpu",
+    "tensor_split",
+    "tensor_overrides",
+    "devices",
+    "load_mode",
+    "no_host",
+)
 
 
 def load_model(

@@ -1,0 +1,120 @@
+"""llama-server's ``-fit`` (``llama_cy.fit_params``, common/fit.cpp): the arguments left at
+their defaults chosen so that the model and its context leave a margin of each device's
+memory free. This machine has no GPU: the host's memory is fitted, and an
+``llama-cy rpc-server`` on loopback stands in for a GPU whose memory is short."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from child import run_python
+from serving import Server, free_port
+from test_rpc import _wait_port
+from tiny_model import write_tiny_llama
+
+import llama_cy as lc
+
+N_LAYER = 3
+HUGE = 1 << 60  # bytes: more memory than any machine has
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fit") / "tiny.gguf"
+    return write_tiny_llama(path, n_layer=N_LAYER, n_ctx_train=2048)
+
+
+def test_host_memory_fit(model: Path) -> None:
+    roomy = lc.fit_params(model, n_ctx=0)
+    assert roomy["status"] == "success"
+    assert roomy["n_ctx"] == 2048  # -c 0: the training context, as it fits
+    assert roomy["n_gpu_layers"] == -1
+    assert roomy["tensor_overrides"] == []
+    # a margin no host can leave: the context shrinks to its floor, and that is not enough
+    tight = lc.fit_params(model, n_ctx=0, n_ctx_min=128, margins=[HUGE])
+    assert tight["status"] == "failure"
+    assert tight["n_ctx"] == 128
+    # a context that was set is left alone
+    assert lc.fit_params(model, n_ctx=512, margins=[HUGE])["n_ctx"] == 512
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"margins": [-1]}, ValueError), ({"n_ctx": -1}, ValueError), ({"margins": []}, ValueError)],
+)
+def test_bad_arguments(model: Path, kwargs: dict[str, object], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        lc.fit_params(model, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError):
+        lc.fit_params(model.with_name("missing.gguf"))
+
+
+def test_corrupt_model_is_an_error_status(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + b"\xff" * 64)
+    code = """
+        import sys
+        import llama_cy as lc
+        print(lc.fit_params(sys.argv[1])["status"])
+        print(lc.fit_params(sys.argv[2])["status"])  # the process still works
+    """
+    good = write_tiny_llama(tmp_path / "good.gguf", n_layer=1)
+    result = run_python(code, str(bad), str(good))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["error", "success"]
+
+
+@pytest.fixture(scope="module")
+def rpc_server() -> Iterator[str]:
+    if not lc.supports_rpc():
+        pytest.skip("built with -Drpc=false (the default build has RPC)")
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cy", "rpc-server", "-p", str(port), "-t", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+CLIENT = """
+import json, sys
+import llama_cy as lc
+from llama_cy._rpc import with_rpc_devices
+path, server = sys.argv[1], sys.argv[2]
+devs = with_rpc_devices(None, server)
+rpc = next(d for d in devs if d.name.startswith("RPC"))
+out = {
+    "roomy": lc.fit_params(path, devices=devs, n_ctx=256),
+    # keep all the device's free memory free: the layers must go to the CPU
+    "tight": lc.fit_params(path, devices=devs, n_ctx=256, margins=[rpc.memory_free]),
+}
+with lc.LlamaModel.load(path, devices=devs, n_gpu_layers=out["tight"]["n_gpu_layers"]) as m:
+    out["on_rpc"] = sorted({b.split("[")[0] for b in m.tensor_buffers.values()})
+print(json.dumps(out))
+"""
+
+
+def test_layers_leave_a_device_that_is_short(model: Path, rpc_server: str) -> None:
+    result = run_python(CLIENT, str(model), rpc_server)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["roomy"]["n_gpu_layers"] == -1  # everything fits: nothing changes
+    tight = got["tight"]
+    assert 0 <= tight["n_gpu_layers"] < N_LAYER + 1
+    assert "CPU" in got["on_rpc"] or "CPU_Mapped" in got["on_rpc"]
+
+
+def test_serve_fit_flags(model: Path) -> None:
+    # -fitt beyond any host: -c 0 shrinks to -fitc; -fit off keeps the training context
+    with Server(model, "-c", "0", "-np", "1", "-fitt", str(HUGE >> 20), "-fitc", "256") as s:
+        assert s.request("GET", "/props")[2]["default_generation_settings"]["n_ctx"] == 256
+    with Server(model, "-c", "0", "-np", "1", "-fit", "off", "-fitt", str(HUGE >> 20)) as s:
+        assert s.request("GET", "/props")[2]["default_generation_settings"]["n_ctx"] == 2048
