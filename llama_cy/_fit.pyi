@@ -4,6 +4,8 @@ from typing import Any
 
 from llama_cy._backend import Device
 
+__all__ = ["FIT_STATUSES", "fit_params"]
+
 FIT_STATUSES: tuple[str, str, str]
 MiB: int
 
