@@ -497,14 +497,13 @@ def resolve(
         tasks.append((HfFile("", mmproj_url, mmproj_url, path, path), False))
         out.mmproj = path
     if hf_repo_draft:
-        spec = hf_plan(hf_repo_draft, token=token, offline=offline, mmproj=False)
+        # -md names the file of the -hfd repository (common/arg.cpp)
+        spec = hf_plan(hf_repo_draft, draft or "", token=token, offline=offline, mmproj=False)
         if spec.primary is None:
             raise DownloadError(f"nothing to load in repository {hf_repo_draft}")
         tasks += [(f, True) for f in spec.model_files]
-        primary_spec = spec.primary
         finals += [lambda: finalize_each(spec.model_files)]
-        if out.draft is None:
-            out.draft = primary_spec.final_path
+        out.draft = spec.primary.final_path
     if hf_repo:
         want_mmproj = not no_mmproj and mmproj is None and not mmproj_url
         plan = hf_plan(hf_repo, hf_file, token=token, offline=offline, mmproj=want_mmproj)

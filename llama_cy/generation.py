@@ -41,6 +41,7 @@ from llama_cy._context import LlamaContext
 from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
+from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
 from llama_cy.checkpoints import Checkpoints
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
@@ -293,6 +294,7 @@ class KVSequence:
         *,
         cache_prompt: bool = True,
         limit: int | None = None,
+        cache_reuse: int = 0,
     ) -> None:
         """Take ``job``: keep the longest prefix of its prompt that the KV cache holds
         (none with ``cache_prompt=False``) and drop the rest. ``limit`` (> 0) is the
@@ -300,6 +302,10 @@ class KVSequence:
         request's own limit overrides, as in llama-server)."""
         prompt = job.tokens
         n = common_prefix(self.cache, prompt) if cache_prompt else 0
+        if cache_prompt and cache_reuse > 0:  # --cache-reuse: repeated chunks moved into place
+            ctxs: list[Shiftable] = [self.ctx] if self.spec is None else [self.ctx, self.spec]
+            if can_reuse(ctxs, self.cache, job.media is not None, self.checkpoints.enabled):
+                n = reuse_chunks(ctxs, self.id, self.cache, prompt, n, cache_reuse)
         # Where the cache no longer holds what decoding past the prefix needs (an SWA
         # window, a recurrent state), a checkpoint is restored, or the prompt decoded again.
         n = self.checkpoints.usable_prefix(n, len(prompt), restore=self.checkpoints.enabled)

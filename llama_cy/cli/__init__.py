@@ -16,9 +16,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from llama_cy.flags import add_flags, llama_server_argv
-from llama_cy.flags.table import ARG_PRESETS
+from llama_cy.flags.presets import expand_presets
 
-__all__ = ["main", "parser"]
+__all__ = ["expand_presets", "main", "parser"]
 
 
 def _positionals_info(p: argparse.ArgumentParser) -> None:
@@ -103,15 +103,6 @@ def parser() -> argparse.ArgumentParser:
         add_flags(p, name)
         p.set_defaults(module=module)
     return top
-
-
-def expand_presets(argv: Sequence[str]) -> list[str]:
-    """llama.cpp's preset flags (``--gpt-oss-20b-default``, ...) followed by the flags
-    they stand for, where they were given."""
-    out: list[str] = []
-    for a in argv:
-        out += [a, *ARG_PRESETS.get(a, ())]
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

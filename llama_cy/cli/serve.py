@@ -41,11 +41,6 @@ def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
             "llama-cy serve: --no-cont-batching is not supported: the engine always "
             "batches its slots together"
         )
-    if args.cache_reuse:
-        raise SystemExit(
-            "llama-cy serve: --cache-reuse is not supported: KV-shifting reuse of prompt "
-            "chunks is not built here (prefix reuse is, with --cache-prompt)"
-        )
 
 
 def _demo_model() -> dict[str, Preset]:

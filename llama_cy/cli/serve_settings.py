@@ -269,6 +269,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         tags=split(args.tags),
         ctx_size=_ctx_size(args),
         fit=args.fit == "on",
+        cache_reuse=args.cache_reuse,
         fit_target=_fit_target(args.fit_target),
         fit_ctx=args.fit_ctx,
         kv_unified_per_slot=args.kv_unified_per_slot,

@@ -527,7 +527,8 @@ FLAGS: tuple[Flag, ...] = (
     used("--cache-prompt", "cache_prompt", None, default=True, negative=("--no-cache-prompt",),
        env="LLAMA_ARG_CACHE_PROMPT", help="reuse a slot's KV cache for a shared prefix"),
     used("--cache-reuse", "cache_reuse", "N", type=int, default=0, env="LLAMA_ARG_CACHE_REUSE",
-       help="only 0 is built here (KV-shifting reuse of chunks is not)"),
+       help="past the shared prefix, move cached chunks of at least N tokens that the prompt "
+       "repeats into place by shifting the KV cache (0: off)"),
     used("--metrics", "metrics", None, env="LLAMA_ARG_ENDPOINT_METRICS",
        help="Prometheus metrics at /metrics"),
     used("--props", "props", None, env="LLAMA_ARG_ENDPOINT_PROPS",
@@ -589,12 +590,18 @@ FLAGS: tuple[Flag, ...] = (
        help="write each prompt to a file in this folder (made if missing; for debugging)"),
     used("--embd-gemma-default", "embd_gemma_default", None,
        help="EmbeddingGemma 300M, downloaded, with llama-server's settings for it"),
-    refused("--fim-qwen-1.5b-default", "fim_qwen_15b_default", None, _PRESET),
-    refused("--fim-qwen-3b-default", "fim_qwen_3b_default", None, _PRESET),
-    refused("--fim-qwen-7b-default", "fim_qwen_7b_default", None, _PRESET),
-    refused("--fim-qwen-7b-spec", "fim_qwen_7b_spec", None, _PRESET),
-    refused("--fim-qwen-14b-spec", "fim_qwen_14b_spec", None, _PRESET),
-    refused("--fim-qwen-30b-default", "fim_qwen_30b_default", None, _PRESET),
+    used("--fim-qwen-1.5b-default", "fim_qwen_15b_default", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
+    used("--fim-qwen-3b-default", "fim_qwen_3b_default", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
+    used("--fim-qwen-7b-default", "fim_qwen_7b_default", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
+    used("--fim-qwen-7b-spec", "fim_qwen_7b_spec", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
+    used("--fim-qwen-14b-spec", "fim_qwen_14b_spec", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
+    used("--fim-qwen-30b-default", "fim_qwen_30b_default", None,
+       help="a Qwen Coder model for fill-in-the-middle, downloaded, as llama-server sets it up"),
     used("--gpt-oss-20b-default", "gpt_oss_20b_default", None,
        help="gpt-oss-20b, downloaded, with llama-server's settings for it"),
     used("--gpt-oss-120b-default", "gpt_oss_120b_default", None,
@@ -649,38 +656,9 @@ FLAGS: tuple[Flag, ...] = (
 )
 # fmt: on
 
-#: The flags that stand for others (common/arg.cpp's presets): given, their flags are
-#: read in their place, so that a later flag overrides them, as in llama.cpp.
-# fmt: off
-ARG_PRESETS: dict[str, tuple[str, ...]] = {
-    "--embd-gemma-default": (
-        "-hf", "ggml-org/embeddinggemma-300M-qat-q4_0-GGUF",
-        "-hff", "embeddinggemma-300M-qat-Q4_0.gguf",
-        "--port", "8011", "-ub", "2048", "-b", "2048", "-np", "32", "-c", "65536",
-        "--embedding",
-    ),
-    "--gpt-oss-20b-default": (
-        "-hf", "ggml-org/gpt-oss-20b-GGUF", "-hff", "gpt-oss-20b-mxfp4.gguf",
-        "--port", "8013", "-ub", "2048", "-b", "32768", "-np", "2", "-c", "262144",
-        "--temp", "1.0", "--top-p", "1.0", "--top-k", "0", "--min-p", "0.01", "--jinja",
-    ),
-    "--gpt-oss-120b-default": (
-        "-hf", "ggml-org/gpt-oss-120b-GGUF",
-        "--port", "8013", "-ub", "2048", "-b", "32768", "-np", "2", "-c", "262144",
-        "--temp", "1.0", "--top-p", "1.0", "--top-k", "0", "--min-p", "0.01", "--jinja",
-    ),
-    "--vision-gemma-4b-default": (
-        "-hf", "ggml-org/gemma-3-4b-it-qat-GGUF", "--port", "8014", "-c", "0", "--jinja",
-    ),
-    "--vision-gemma-12b-default": (
-        "-hf", "ggml-org/gemma-3-12b-it-qat-GGUF", "--port", "8014", "-c", "0", "--jinja",
-    ),
-}
-
 #: The sampling flags' other spellings in llama-server.
 SAMPLING_ALIASES = {
     "--temp": ("--temperature",),
     "--top-nsigma": ("--top-n-sigma",),
     "--typical": ("--typical-p",),
 }
-# fmt: on

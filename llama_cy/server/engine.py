@@ -63,6 +63,7 @@ class Task:
     created: float = field(default_factory=time.perf_counter)
     cancelled: bool = False
     cache_prompt: bool = True
+    cache_reuse: int = 0  #: --cache-reuse / n_cache_reuse: the least chunk shifted into place
     id_slot: int = -1
     slot: int = -1
     #: the scale of each of the engine's LoRA adapters for this request
@@ -241,6 +242,7 @@ class Engine:
         *,
         samplers: tuple[LlamaSampler, LlamaSampler | None] | None = None,
         cache_prompt: bool = True,
+        cache_reuse: int = 0,
         id_slot: int = -1,
         lora: tuple[float, ...] | None = None,
     ) -> Task:
@@ -249,7 +251,8 @@ class Engine:
         queue is full. Call from the event loop.
 
         ``cache_prompt=False`` decodes the whole prompt even if the slot holds a prefix
-        of it (llama-server's option of that name). ``id_slot`` asks for one slot (the
+        of it (llama-server's option of that name); ``cache_reuse`` > 0 also moves
+        cached chunks of at least that many tokens into place. ``id_slot`` asks for one slot (the
         request waits for it); -1 lets the engine choose. ``lora`` gives a scale to each
         of the engine's adapters (default: none applied).
         """
@@ -268,6 +271,7 @@ class Engine:
             self._next_id += 1
             task = Task(self._next_id, job, samplers, asyncio.get_running_loop())
             task.cache_prompt = cache_prompt
+            task.cache_reuse = cache_reuse
             task.id_slot = id_slot
             task.lora = scales
             self._queue.append(task)
@@ -462,7 +466,13 @@ class Engine:
             # the draft model's context either (forget() clears both).
             slot.forget()
             self._slot_lora[slot.id] = task.lora
-        slot.start(task.job, task.samplers, cache_prompt=task.cache_prompt, limit=self.n_predict)
+        slot.start(
+            task.job,
+            task.samplers,
+            cache_prompt=task.cache_prompt,
+            cache_reuse=task.cache_reuse,
+            limit=self.n_predict,
+        )
         self.tasks[slot.id] = task
         task.slot = slot.id
         if self.cache_idle_slots:

@@ -88,6 +88,7 @@ async def run(
                     job,
                     samplers=samplers,
                     cache_prompt=body.get("cache_prompt", server.settings.cache_prompt),
+                    cache_reuse=_cache_reuse(server, body),
                     id_slot=body.get("id_slot", -1),
                     lora=lora_for(server, body.get("lora")),
                 )
@@ -228,3 +229,14 @@ def sse(obj: Any, event: str | None = None) -> str:
     """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events)."""
     data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n"
+
+
+def _cache_reuse(server: Server, body: Mapping[str, Any]) -> int:
+    """A request's ``n_cache_reuse`` (llama-server's task field), else --cache-reuse;
+    media in the server's prompts turn it off, as in llama-server."""
+    value = body.get("n_cache_reuse")
+    if value is None:
+        value = server.settings.cache_reuse
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ApiError(400, "n_cache_reuse must be an integer >= 0", param="n_cache_reuse")
+    return 0 if server.mtmd is not None else value

@@ -62,6 +62,7 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     "grammar": _STR + _NULL,
     "max_tokens": _INT + _NULL,
     "cache_prompt": _BOOL + _NULL,
+    "n_cache_reuse": _INT + _NULL,
     "id_slot": _INT + _NULL,
     "verbose": _BOOL + _NULL,
     "response_fields": _LIST + _NULL,
@@ -79,7 +80,6 @@ SAMPLING: dict[str, tuple[type, ...]] = {
 UNSUPPORTED: dict[str, Any] = {
     "n_indent": 0,
     "n_discard": 0,
-    "n_cache_reuse": 0,
     "t_max_prompt_ms": -1,
     "t_max_predict_ms": -1,
     "min_keep": 0,

@@ -91,6 +91,7 @@ class ServerSettings:
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = _flag("lora_init_without_apply")
     cache_prompt: bool = _flag("cache_prompt")
+    cache_reuse: int = _flag("cache_reuse")  #: the least chunk moved by KV shifting (0: off)
     timeout: float = _flag("timeout")
     queue_timeout: float = _flag("queue_timeout")
     max_queue: int = _flag("queue_size")
