@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from llama_cpp.server.__main__ import serve_argv
+from child import run_python
 from serving import free_port
 
 from llama_cy import cli
@@ -119,6 +120,29 @@ def test_settings_without_a_llama_server_counterpart_are_refused(
     assert argv[argv.index("--spec-ngram-simple-size-m") + 1] == "10"
     args = cli.parser().parse_args(["serve", *argv])
     check_flags(args, argv)  # every flag given is one llama-cy serve takes
+
+
+def test_hf_model_repo_id_names_a_file_of_the_repository(
+    tiny_model_path: Path, tmp_path: Path
+) -> None:
+    """As llama-cpp-python's server: ``model`` is a file (a glob) of the repository,
+    fetched through huggingface_hub (here from its cache, offline)."""
+    from test_llama_cpp_compat import _hub_cache
+
+    cache = _hub_cache(tmp_path / "hub", "someone/tiny-GGUF", "tiny-q8_0.gguf", tiny_model_path)
+    code = """
+import sys
+from llama_cpp.server.__main__ import serve_argv
+argv = serve_argv({}, {"model": "*q8_0.gguf", "hf_model_repo_id": "someone/tiny-GGUF"})
+print(argv[argv.index("-m") + 1])
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
+    result = run_python(code, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    path = Path(result.stdout.strip())
+    assert path.name == "tiny-q8_0.gguf"
+    assert "snapshots" in path.parts
+    assert path.read_bytes() == tiny_model_path.read_bytes()
 
 
 def test_a_config_file_with_several_models_swaps_them(

@@ -110,8 +110,6 @@ _REFUSED = {
     "lora_base": "llama.cpp dropped lora_base (an adapter applies to the model it is loaded on)",
     "hf_tokenizer_config_path": "a Hugging Face tokenizer: llama.cpp's own tokenizer is used",
     "hf_pretrained_model_name_or_path": "a Hugging Face tokenizer: llama.cpp's own is used",
-    "hf_model_repo_id": "downloads from the hub (llama-server's -hf comes with llama_cy's "
-    "next server issue)",
     "disable_ping_events": "SSE ping events: llama-server sends none to disable",
     "root_path": "an ASGI root path: put a reverse proxy in front instead",
 }
@@ -179,7 +177,12 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
             raise ValueError(f"--{name}: {why}")
     if not s["model"]:
         raise ValueError("--model (or MODEL, or a config file's models) is required")
-    argv = ["-m", s["model"], "--host", s["host"], "--port", str(s["port"])]
+    path = s["model"]
+    if s["hf_model_repo_id"]:  # model is a file (a glob) of the repository, as there
+        from llama_cpp.llama_hub import download
+
+        path = str(download(s["hf_model_repo_id"], s["model"], None, None, None))
+    argv = ["-m", path, "--host", s["host"], "--port", str(s["port"])]
     argv += ["-ngl", str(s["n_gpu_layers"]), "-mg", str(s["main_gpu"])]
     argv += ["-sm", enum_name("LLAMA_SPLIT_MODE_", s["split_mode"])]
     argv += ["-c", str(s["n_ctx"]), "-b", str(s["n_batch"]), "-ub", str(s["n_ubatch"])]
