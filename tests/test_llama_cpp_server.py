@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_cpp.server.__main__ import serve_argv
 from child import run_python
+from llama_cpp.server.__main__ import serve_argv
 from serving import free_port
 
 from llama_cy import cli
