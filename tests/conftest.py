@@ -191,3 +191,25 @@ def gemma_llm(gemma_model: lc.LlamaModel) -> Iterator[lc.Llama]:
     llm = lc.Llama.from_model(gemma_model, n_ctx=1024, n_threads=2)
     yield llm
     llm.close()
+
+
+@pytest.fixture(scope="module")
+def rpc_server() -> Iterator[str]:
+    """An ``llama-cy rpc-server`` on loopback: the offload device of a machine without
+    a GPU (test_placement, test_fit)."""
+    import subprocess
+
+    from serving import free_port
+    from test_rpc import _wait_port
+
+    if not lc.supports_rpc():
+        pytest.skip("built with -Drpc=false (the default build has RPC)")
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cy", "rpc-server", "-p", str(port), "-t", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

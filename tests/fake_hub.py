@@ -17,7 +17,10 @@ class FakeHub:
     def __init__(self) -> None:
         self.repos: dict[str, dict[str, bytes]] = {}
         self.files: dict[str, bytes] = {}
+        #: Docker Hub's models: (repo, tag) -> GGUF bytes
+        self.docker: dict[tuple[str, str], bytes] = {}
         self.log: list[tuple[str, str]] = []  #: (method, path)
+        self.auth: list[str] = []  #: the Authorization headers sent
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +48,17 @@ class FakeHub:
     def answer(self, req: BaseHTTPRequestHandler, head: bool) -> None:
         path = req.path
         self.log.append(("HEAD" if head else "GET", path))
+        if req.headers.get("Authorization"):
+            self.auth.append(req.headers["Authorization"])
+        if path.startswith("/token?"):
+            return self.send(req, b'{"token": "docker-token"}', head)
+        for (repo, tag), data in self.docker.items():
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            if path == f"/v2/{repo}/manifests/{tag}":
+                layer = {"mediaType": "application/vnd.docker.ai.gguf.v3", "digest": digest}
+                return self.send(req, json.dumps({"layers": [layer]}).encode(), head)
+            if path == f"/v2/{repo}/blobs/{digest}":
+                return self.send_file(req, data, head)
         if path.startswith("/api/models/"):
             rest = path[len("/api/models/") :]
             for repo, files in self.repos.items():

@@ -12,7 +12,8 @@ from serving import Server
 
 from llama_cy import cli
 from llama_cy.cache_reuse import reuse_chunks
-from llama_cy.flags.presets import expand_presets
+from llama_cy.flags import FLAGS
+from llama_cy.flags.presets import ARG_PRESETS, expand_presets
 
 TOKENS = list(range(100, 400))
 EDITED = TOKENS[:50] + TOKENS[60:]  # ten tokens cut out of the middle
@@ -70,6 +71,20 @@ def test_server_reuses_shifted_chunks(tiny_model_path: Path) -> None:
             )
             assert status == 400, out
         assert prompt_n(s, TOKENS) > 0  # still serving
+
+
+@pytest.mark.parametrize("preset", sorted(ARG_PRESETS))
+def test_every_preset_names_a_repository_and_its_port(preset: str) -> None:
+    """Each of llama-server's preset flags is a used flag of the table, and stands for a
+    download (-hf) on llama-server's port for it; a later -hf or --port wins."""
+    flag = next(f for f in FLAGS if preset in f.names)
+    assert flag.status == "used"
+    args = cli.parser().parse_args(["serve", *expand_presets([preset])])
+    assert args.hf_repo.startswith("ggml-org/")
+    assert args.port in (8011, 8012, 8013, 8014)
+    later = expand_presets([preset, "-hf", "me/mine", "--port", "1"])
+    args = cli.parser().parse_args(["serve", *later])
+    assert (args.hf_repo, args.port) == ("me/mine", 1)
 
 
 @pytest.mark.parametrize(

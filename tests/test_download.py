@@ -96,6 +96,14 @@ def test_hf_repo_cache_layout_and_reuse(hub: FakeHub) -> None:
     # again: the Hub is asked for its file list, the blobs are not fetched again
     assert download.resolve(hf_repo="org/tiny:Q8_0").model == got.model
     assert hub.gets("/resolve/") == 2
+    # the flags, as serve reads them: --no-mmproj leaves the projector out
+    from llama_cy import cli
+    from llama_cy.cli.common import fetch_models
+
+    for flags, mmproj in (([], got.mmproj), (["--no-mmproj"], None)):
+        args = cli.parser().parse_args(["serve", "-hf", "org/tiny:Q8_0", *flags])
+        assert fetch_models(args, "serve") is None
+        assert (args.model, args.mmproj) == (got.model, mmproj)
     # offline: the cache alone, not a single request
     before = len(hub.log)
     assert download.resolve(hf_repo="org/tiny:Q8_0", offline=True).model == got.model
@@ -124,6 +132,31 @@ def test_model_url_etag_and_resume(hub: FakeHub, tmp_path: Path) -> None:
     Path(str(out) + ".downloadInProgress").write_bytes(data[:1000])
     download.download_file(url, str(out))
     assert out.read_bytes() == data
+
+
+def test_token_file_projector_url_and_docker(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    hub.repos["org/two"] = {"a-Q8_0.gguf": b"a", "b-Q8_0.gguf": b"b"}
+    hub.files["proj.gguf"] = b"projector"
+    token = "hf_" + "x" * 34
+    got = download.resolve(
+        hf_repo="org/two",
+        hf_file="b-Q8_0.gguf",
+        mmproj_url=hub.url + "files/proj.gguf",
+        token=token,
+    )
+    assert Path(got.model or "").read_bytes() == b"b"  # -hff picks the file
+    assert got.mmproj == str(Path(os.environ["LLAMA_CACHE"]) / "proj.gguf")  # -mmu
+    assert f"Bearer {token}" in hub.auth  # -hft goes to the Hub
+    # -dr: Docker Hub's registry (here the same loopback server)
+    hub.docker[("ai/tiny", "latest")] = b"gguf-bytes"
+    monkeypatch.setattr(download, "DOCKER_AUTH", hub.url + "token")
+    monkeypatch.setattr(download, "DOCKER_REGISTRY", hub.url + "v2/")
+    path = download.resolve(docker_repo="tiny").model
+    assert path == str(Path(os.environ["LLAMA_CACHE"]) / "ai_tiny_latest.gguf")
+    assert Path(path).read_bytes() == b"gguf-bytes"
+    assert "Bearer docker-token" in hub.auth
+    with pytest.raises(DownloadError):
+        download.resolve(docker_repo="ai/absent:1")
 
 
 def test_no_network_is_an_error_not_a_hang(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:

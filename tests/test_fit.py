@@ -6,15 +6,11 @@ memory free. This machine has no GPU: the host's memory is fitted, and an
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from child import run_python
-from serving import Server, free_port
-from test_rpc import _wait_port
+from serving import Server
 from tiny_model import write_tiny_llama
 
 import llama_cy as lc
@@ -67,21 +63,6 @@ def test_corrupt_model_is_an_error_status(tmp_path: Path) -> None:
     result = run_python(code, str(bad), str(good))
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["error", "success"]
-
-
-@pytest.fixture(scope="module")
-def rpc_server() -> Iterator[str]:
-    if not lc.supports_rpc():
-        pytest.skip("built with -Drpc=false (the default build has RPC)")
-    port = free_port()
-    cmd = [sys.executable, "-m", "llama_cy", "rpc-server", "-p", str(port), "-t", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 CLIENT = """

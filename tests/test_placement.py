@@ -11,15 +11,10 @@ CPU, as experts stay in host memory beside a GPU. The client runs in a child int
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from child import run_python
-from serving import free_port
-from test_rpc import _wait_port
 from tiny_model import write_tiny_llama
 
 import llama_cy as lc
@@ -35,21 +30,6 @@ N_LAYER = 3
 def moe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("moe") / "tiny-moe.gguf"
     return write_tiny_llama(path, n_layer=N_LAYER, n_expert=4, n_expert_used=2)
-
-
-@pytest.fixture(scope="module")
-def rpc_server() -> Iterator[str]:
-    if not lc.supports_rpc():
-        pytest.skip("built with -Drpc=false (the default build has RPC)")
-    port = free_port()
-    cmd = [sys.executable, "-m", "llama_cy", "rpc-server", "-p", str(port), "-t", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def device(buffer_type: str) -> str:
