@@ -603,3 +603,32 @@ def test_sleep_frees_the_model_and_the_next_request_wakes_it(tiny_fim: Path) -> 
             model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=2
         )
         assert out.choices[0].finish_reason == "length"
+
+
+def test_http_flags(tiny_fim: Path, tmp_path: Path) -> None:
+    """--cors-methods, --cors-headers, --cors-credentials, --api-key-file, --no-slots and
+    --no-cache-prompt, each seen from a client."""
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# the keys\nk1\n\nk2\n")
+    args = ["--cors-methods", "GET, POST", "--cors-headers", "X-Test", "--cors-credentials"]
+    args += ["--api-key-file", str(keys), "--no-slots", "--no-cache-prompt", "-np", "1"]
+    with Server(tiny_fim, *args) as s:
+        origin = {"Origin": "http://a.example"}
+        status, headers, _ = s.request("OPTIONS", "/v1/models", headers=origin, auth=False)
+        assert status == 200
+        assert headers["access-control-allow-methods"] == "GET, POST"
+        assert headers["access-control-allow-headers"] == "X-Test"
+        assert headers["access-control-allow-credentials"] == "true"
+        assert headers["access-control-allow-origin"] == "http://a.example"  # echoed
+        assert s.request("GET", "/v1/models", auth=False)[0] == 401
+        for key in ("k1", "k2"):
+            bearer = {"Authorization": f"Bearer {key}"}
+            assert s.request("GET", "/v1/models", headers=bearer, auth=False)[0] == 200
+        bearer = {"Authorization": "Bearer k1"}
+        assert s.request("GET", "/slots", headers=bearer, auth=False)[0] == 501
+        body = {"prompt": "Once upon a time there was", "n_predict": 1}
+        for _ in range(2):  # the same prompt twice: decoded whole both times
+            status, _, out = s.request("POST", "/completion", body, headers=bearer, auth=False)
+            assert status == 200, out
+            assert out["timings"]["cache_n"] == 0
+            assert out["timings"]["prompt_n"] == out["tokens_evaluated"]
