@@ -1,0 +1,58 @@
+"""Flags of ``llama-cy serve`` that change how the context computes (RoPE, YaRN, the KV
+cache's type): read as the server reads them (``settings_from_args`` then
+``context_kwargs``), each changes the logits a prompt gets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import llama_cy as lc
+from llama_cy import cli
+from llama_cy.cli.serve_settings import settings_from_args
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
+    with lc.LlamaModel.load(tiny_model_path) as m:
+        yield m
+
+
+def logits(model: lc.LlamaModel, *flags: str) -> npt.NDArray[np.float32]:
+    args = cli.parser().parse_args(["serve", "-c", "256", "-np", "1", "-fa", "off", *flags])
+    kwargs = settings_from_args(args, str(model.path)).context_kwargs(model)
+    tokens = model.tokenize("Once upon a time, in a land far away, there lived a king")
+    with lc.LlamaContext(model, **kwargs) as ctx:
+        batch = lc.LlamaBatch(len(tokens))
+        batch.add_sequence(tokens)
+        ctx.decode(batch)
+        return ctx.logits(-1).copy()
+
+
+YARN = ["--rope-scaling", "yarn", "--rope-scale", "4"]
+
+
+@pytest.mark.parametrize(
+    ("before", "flags"),
+    [
+        ([], ["--rope-freq-base", "100"]),
+        ([], ["--rope-freq-scale", "0.25"]),
+        ([], ["--rope-scale", "4"]),
+        ([], YARN),
+        (YARN, ["--yarn-orig-ctx", "8"]),
+        (YARN, ["--yarn-ext-factor", "0.5"]),
+        ([], ["--yarn-attn-factor", "2"]),  # with ext_factor != 0 llama.cpp sets its own
+        (YARN, ["--yarn-beta-fast", "4"]),
+        ([], ["-ctk", "q4_0"]),
+    ],
+)
+def test_context_flags_change_the_logits(
+    model: lc.LlamaModel, before: list[str], flags: list[str]
+) -> None:
+    base = logits(model, *before)
+    assert np.array_equal(base, logits(model, *before))  # the same flags: the same logits
+    assert not np.allclose(base, logits(model, *before, *flags), atol=1e-4)
