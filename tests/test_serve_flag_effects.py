@@ -1,0 +1,70 @@
+"""Flags of ``llama-cy serve`` seen from a client: ``--path``, ``--prefill-assistant``,
+``--override-kv``, ``--reasoning`` and ``--embd-normalize``, each against the same
+server without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from serving import Server
+
+PARTIAL = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello th"}]
+
+
+def prompt(server: Server, messages: list[dict[str, Any]]) -> str:
+    status, _, out = server.request("POST", "/apply-template", {"messages": messages})
+    assert status == 200, out
+    return str(out["prompt"])
+
+
+def test_path_and_prefill_assistant(tiny_model_path: Path, tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<p>static-page-here</p>")
+    with Server(tiny_model_path, "--path", str(tmp_path), "-c", "256") as s:
+        status, _, page = s.request("GET", "/")
+        assert status == 200
+        assert "static-page-here" in page
+        prefilled = prompt(s, PARTIAL)
+    assert prefilled.rstrip().endswith("Hello th")  # the reply goes on from there
+    with Server(tiny_model_path, "--no-prefill-assistant", "-c", "256") as s:
+        assert s.request("GET", "/")[2] != page  # the built-in page
+        closed = prompt(s, PARTIAL)
+    assert closed != prefilled
+    assert not closed.rstrip().endswith("Hello th")  # a new turn after the message
+
+
+def test_override_kv(tiny_model_path: Path) -> None:
+    with Server(tiny_model_path, "-c", "256") as s:
+        with_bos = s.request("POST", "/tokenize", {"content": "Hello", "add_special": True})[2]
+    flag = ["--override-kv", "tokenizer.ggml.add_bos_token=bool:false", "-c", "256"]
+    with Server(tiny_model_path, *flag) as s:
+        without = s.request("POST", "/tokenize", {"content": "Hello", "add_special": True})[2]
+    assert len(with_bos["tokens"]) == len(without["tokens"]) + 1
+    assert with_bos["tokens"][1:] == without["tokens"]
+
+
+def test_reasoning_off_closes_the_thought(tiny_model_path: Path, llama_cpp_source: Path) -> None:
+    template = llama_cpp_source / "models" / "templates" / "Qwen3.5-4B.jinja"
+    args = ["-c", "256", "--jinja", "--chat-template-file", str(template)]
+    question = [{"role": "user", "content": "Hi"}]
+    with Server(tiny_model_path, *args) as s:
+        on = prompt(s, question)
+    with Server(tiny_model_path, *args, "--reasoning", "off") as s:
+        off = prompt(s, question)
+    assert on != off
+    assert "</think>" in off[len(off) - 40 :]  # an empty thought, closed in the prompt
+
+
+def norms(server: Server) -> list[float]:
+    status, _, out = server.request("POST", "/v1/embeddings", {"input": ["a cat", "a dog"]})
+    assert status == 200, out
+    return [float(np.linalg.norm(d["embedding"])) for d in out["data"]]
+
+
+def test_embd_normalize(tiny_bert_path: Path) -> None:
+    with Server(tiny_bert_path, "--embedding", "-c", "256") as s:
+        assert np.allclose(norms(s), 1.0, atol=1e-3)  # 2: L2, llama-server's default
+    with Server(tiny_bert_path, "--embedding", "-c", "256", "--embd-normalize", "-1") as s:
+        raw = norms(s)
+    assert not np.allclose(raw, 1.0, atol=1e-3)
