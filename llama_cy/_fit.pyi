@@ -35,5 +35,9 @@ def fit_params(
     embeddings: bool = False,
     margins: Sequence[int] = ...,
     n_ctx_min: int = 4096,
+    draft: str | PathLike[str] | None = None,
+    draft_n_gpu_layers: int = -1,
+    draft_devices: Sequence[Device] | None = None,
+    draft_tensor_overrides: Sequence[tuple[str, str]] | None = None,
     verbose: bool = False,
 ) -> dict[str, Any]: ...

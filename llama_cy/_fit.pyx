@@ -31,7 +31,10 @@ cdef extern from "fit.h" nogil:
         COMMON_PARAMS_FIT_STATUS_FAILURE
         COMMON_PARAMS_FIT_STATUS_ERROR
     cdef struct common_fit_extra_model:
-        pass
+        const char *path_model
+        c.llama_model_params *mparams
+        c.llama_context_params *cparams
+        bint shares_model
     common_params_fit_status common_fit_params(
         const char *path_model, c.llama_model_params *mparams,
         c.llama_context_params *cparams, float *tensor_split,
@@ -51,12 +54,16 @@ def fit_params(path, *, int n_gpu_layers=-1, str split_mode="layer", int main_gp
                int n_ctx=0, int n_batch=2048, n_ubatch=512, int n_seq_max=1,
                flash_attn=None, type_k=None, type_v=None, offload_kqv=None, swa_full=None,
                kv_unified=None, bint embeddings=False, margins=(1024 * MiB,),
-               int n_ctx_min=4096, bint verbose=False):
+               int n_ctx_min=4096, draft=None, int draft_n_gpu_layers=-1, draft_devices=None,
+               draft_tensor_overrides=None, bint verbose=False):
     """Fit a load's arguments to free memory, as ``llama-server -fit on`` does.
 
     The arguments are :meth:`LlamaModel.load`'s and :class:`LlamaContext`'s (the same
     defaults as llama.cpp's); ``margins`` is the memory to leave free on each device,
-    in bytes (one value: every device). Returns a dict: ``status`` (one of
+    in bytes (one value: every device). ``draft`` (a path) is a draft model fitted
+    alongside, as llama-server fits it: its weights (``draft_n_gpu_layers`` on
+    ``draft_devices``) and a context that follows the main one count against the same
+    memory. Returns a dict: ``status`` (one of
     :data:`FIT_STATUSES`), ``n_gpu_layers``, ``n_ctx``, ``tensor_split`` (None if
     unchanged) and ``tensor_overrides`` (the given ones, then those the fit added).
     """
@@ -79,6 +86,25 @@ def fit_params(path, *, int n_gpu_layers=-1, str split_mode="layer", int main_gp
         n_ctx, n_batch, n_ubatch, n_seq_max, None, None, None, None, None, flash_attn,
         None, None, None, None, None, None, None, type_k, type_v, embeddings, offload_kqv,
         swa_full, kv_unified, True, None, None, None)
+    cdef c.llama_model_params mpd
+    cdef c.llama_context_params cpd = cp
+    cdef _LoadBuffers buffers_draft = _LoadBuffers()
+    cdef common_fit_extra_model extra
+    cdef common_fit_extra_model *pextra = NULL
+    cdef bytes bdraft
+    if draft is not None:
+        draft = os.fspath(draft)
+        if not os.path.isfile(draft):
+            raise FileNotFoundError(f"draft model file not found: {draft!r}")
+        mpd = _model_params(draft_n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock,
+                            False, False, True, load_mode, "auto", no_host)
+        buffers_draft.fill(&mpd, None, None, draft_devices, draft_tensor_overrides)
+        bdraft = os.fsencode(draft)
+        extra.path_model = bdraft
+        extra.mparams = &mpd
+        extra.cparams = &cpd
+        extra.shares_model = False
+        pextra = &extra
     # Writable room for what the fit may add: llama.cpp's maxima of devices and overrides.
     cdef float *split = <float *>calloc(n_dev, sizeof(float))
     cdef c.llama_model_tensor_buft_override *over = \
@@ -109,7 +135,8 @@ def fit_params(path, *, int n_gpu_layers=-1, str split_mode="layer", int main_gp
             i += 1
         mp.tensor_buft_overrides = over
         with nogil:
-            status = common_fit_params(cpath, &mp, &cp, split, over, marg, n_ctx_min, NULL, level)
+            status = common_fit_params(cpath, &mp, &cp, split, over, marg, n_ctx_min, pextra,
+                                       level)
         added = []
         i = 0
         while over[i].pattern != NULL:

@@ -39,6 +39,17 @@ def test_host_memory_fit(model: Path) -> None:
     assert lc.fit_params(model, n_ctx=512, margins=[HUGE])["n_ctx"] == 512
 
 
+def test_draft_model_is_fitted_alongside(model: Path, tmp_path: Path) -> None:
+    draft = write_tiny_llama(tmp_path / "draft.gguf", n_layer=1)
+    both = lc.fit_params(model, n_ctx=0, draft=draft)
+    assert both["status"] == "success"
+    assert both["n_ctx"] == 2048
+    tight = lc.fit_params(model, n_ctx=0, n_ctx_min=128, margins=[HUGE], draft=draft)
+    assert (tight["status"], tight["n_ctx"]) == ("failure", 128)
+    with pytest.raises(FileNotFoundError, match="draft model"):
+        lc.fit_params(model, draft=tmp_path / "missing.gguf")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [({"margins": [-1]}, ValueError), ({"n_ctx": -1}, ValueError), ({"margins": []}, ValueError)],

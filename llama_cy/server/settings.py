@@ -248,6 +248,7 @@ def fit(settings: ServerSettings) -> ServerSettings:
         embeddings=settings.embeddings or settings.reranking,
         margins=margins,
         n_ctx_min=settings.fit_ctx,
+        **_fit_draft(settings),
     )
     _log.info(
         "fit (%s): -ngl %d, -c %d, %d tensor overrides",
@@ -261,6 +262,19 @@ def fit(settings: ServerSettings) -> ServerSettings:
         fitted["tensor_split"] = out["tensor_split"]
     fitted["tensor_overrides"] = out["tensor_overrides"] or None
     return replace(settings, n_gpu_layers=out["n_gpu_layers"], ctx_size=out["n_ctx"], load=fitted)
+
+
+def _fit_draft(settings: ServerSettings) -> dict[str, Any]:
+    """The draft model (-md), fitted alongside as llama-server fits it."""
+    if not settings.model_draft or not os.path.isfile(settings.model_draft):
+        return {}
+    load = load_keywords(settings.load_draft)
+    return {
+        "draft": settings.model_draft,
+        "draft_n_gpu_layers": settings.n_gpu_layers_draft,
+        "draft_devices": load.get("devices"),
+        "draft_tensor_overrides": load.get("tensor_overrides"),
+    }
 
 
 #: The load keywords that fit_params takes (those that change what goes where).
