@@ -4,6 +4,8 @@ server without it."""
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +70,93 @@ def test_embd_normalize(tiny_bert_path: Path) -> None:
     with Server(tiny_bert_path, "--embedding", "-c", "256", "--embd-normalize", "-1") as s:
         raw = norms(s)
     assert not np.allclose(raw, 1.0, atol=1e-3)
+
+
+def test_context_shift_and_keep(tiny_model_path: Path) -> None:
+    """--context-shift goes on past the context (-c 64, which llama.cpp pads to 256);
+    without, it stops there. With --keep, the prompt's first tokens survive the shift
+    (the reply differs)."""
+    body = {"prompt": "Once upon a time", "n_predict": 400, "temperature": 0}
+    body["logit_bias"] = [[t, False] for t in (1, 2)]  # no end of text
+    with Server(tiny_model_path, "-c", "64", "-np", "1") as s:
+        stopped = s.request("POST", "/completion", body)[2]
+    assert stopped["tokens_predicted"] < 256
+    replies = []
+    for keep in ("0", "4"):
+        args = ["-c", "64", "-np", "1", "--context-shift", "--keep", keep]
+        with Server(tiny_model_path, *args) as s:
+            out = s.request("POST", "/completion", body)[2]
+            assert out["tokens_predicted"] == 400
+            replies.append(out["content"])
+    assert replies[0] != replies[1]
+
+
+def test_reuse_port_and_tls(tiny_model_path: Path, tmp_path: Path) -> None:
+    """--reuse-port lets two servers listen on one port; --ssl-key-file and
+    --ssl-cert-file serve HTTPS."""
+    import ssl
+    import subprocess
+    import urllib.request
+
+    from serving import free_port
+
+    port = free_port()
+    with Server(tiny_model_path, "--reuse-port", "-c", "128", port=port):  # noqa: SIM117
+        with Server(tiny_model_path, "--reuse-port", "-c", "128", port=port) as second:
+            assert second.request("GET", "/health")[0] == 200
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    cmd = ["--ssl-key-file", str(key), "--ssl-cert-file", str(cert), "-c", "128"]
+    # started by hand: serving.Server's health check speaks plain HTTP
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cy",
+            "serve",
+            "-m",
+            str(tiny_model_path),
+            "--port",
+            str(port),
+            *cmd,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        context.check_hostname = False
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(
+                    f"https://127.0.0.1:{port}/health", context=context, timeout=2
+                ) as r:
+                    assert r.status == 200
+                    break
+            except (TimeoutError, OSError):
+                assert time.monotonic() < deadline, "no HTTPS server"
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -632,3 +632,17 @@ def test_http_flags(tiny_fim: Path, tmp_path: Path) -> None:
             assert status == 200, out
             assert out["timings"]["cache_n"] == 0
             assert out["timings"]["prompt_n"] == out["tokens_evaluated"]
+
+
+def test_lora_scaled(tiny_fim: Path, lora_path: Path) -> None:
+    """--lora-scaled FNAME:SCALE loads the adapter at that scale, applied to requests
+    that name none (as llama-server's --lora at its scale)."""
+    greedy = {"prompt": PROMPT, "n_predict": 6, "temperature": 0, "return_tokens": True}
+    with Server(tiny_fim, "-np", "1", "-c", "256", "--lora-scaled", f"{lora_path}:4") as s:
+        adapters = s.request("GET", "/lora-adapters")[2]
+        assert [(a["id"], a["scale"]) for a in adapters] == [(0, 4.0)]
+        scaled = s.request("POST", "/completion", greedy)[2]["tokens"]
+        off = s.request("POST", "/completion", {**greedy, "lora": []})[2]["tokens"]
+        named = {**greedy, "lora": [{"id": 0, "scale": 4}]}
+        assert s.request("POST", "/completion", named)[2]["tokens"] == scaled
+    assert scaled != off
