@@ -47,7 +47,9 @@ YARN = ["--rope-scaling", "yarn", "--rope-scale", "4"]
         (YARN, ["--yarn-ext-factor", "0.5"]),
         ([], ["--yarn-attn-factor", "2"]),  # with ext_factor != 0 llama.cpp sets its own
         (YARN, ["--yarn-beta-fast", "4"]),
+        (YARN, ["--yarn-beta-slow", "0.25"]),
         ([], ["-ctk", "q4_0"]),
+        (["-fa", "on"], ["-ctv", "bf16"]),  # a V type other than f16 needs flash attention
     ],
 )
 def test_context_flags_change_the_logits(
@@ -56,3 +58,18 @@ def test_context_flags_change_the_logits(
     base = logits(model, *before)
     assert np.array_equal(base, logits(model, *before))  # the same flags: the same logits
     assert not np.allclose(base, logits(model, *before, *flags), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("flags", "buffer"), [([], "CPU_Mapped"), (["--load-mode", "none"], "CPU")]
+)
+def test_load_mode_decides_where_weights_live(
+    tiny_model_path: Path, flags: list[str], buffer: str
+) -> None:
+    """--load-mode none reads the weights into allocated memory; the default maps them."""
+    from llama_cy.server.settings import load_keywords
+
+    args = cli.parser().parse_args(["serve", *flags])
+    load = load_keywords(settings_from_args(args, str(tiny_model_path)).load)
+    with lc.LlamaModel.load(tiny_model_path, **load) as m:
+        assert set(m.tensor_buffers.values()) == {buffer}
