@@ -160,3 +160,21 @@ def test_reuse_port_and_tls(tiny_model_path: Path, tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_spm_infill(tmp_path: Path) -> None:
+    """--spm-infill puts the suffix first (suffix-prefix-middle), as llama-server."""
+    from tiny_model import write_tiny_llama
+
+    fim = write_tiny_llama(tmp_path / "fim.gguf", fim=True)
+    body = {"input_prefix": "def f(", "input_suffix": "return x", "n_predict": 1}
+    body["verbose"] = True
+    prompts = []
+    for flags in ([], ["--spm-infill"]):
+        with Server(fim, "-c", "256", "-np", "1", *flags) as s:
+            status, _, out = s.request("POST", "/infill", body)
+            assert status == 200, out
+            prompts.append(out["prompt"])
+    psm, spm = prompts
+    assert psm.index("def f(") < psm.index("return x")
+    assert spm.index("return x") < spm.index("def f(")
