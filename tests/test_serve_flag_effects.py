@@ -178,3 +178,35 @@ def test_spm_infill(tmp_path: Path) -> None:
     psm, spm = prompts
     assert psm.index("def f(") < psm.index("return x")
     assert spm.index("return x") < spm.index("def f(")
+
+
+def test_reasoning_budget_and_message(llama_cpp_source: Path, model_cache: Path) -> None:
+    """--reasoning-budget ends the thought after N tokens (0: none at all), and
+    --reasoning-budget-message is what closes it; without, a random model thinks on."""
+    from tiny_model import write_tiny_llama
+
+    path = model_cache / "tiny-llama-qwen2-think-v1.gguf"
+    if not path.is_file():  # as test_chat writes it
+        partial = path.with_suffix(".partial")
+        write_tiny_llama(partial, vocab="qwen2", extra_tokens=["<think>", "</think>"])
+        partial.replace(path)
+    template = llama_cpp_source / "models" / "templates" / "Qwen3.5-4B.jinja"
+    args = ["-c", "512", "-np", "1", "--jinja", "--chat-template-file", str(template)]
+    body = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12}
+    body["temperature"] = 0
+    out = {}
+    for name, flags in (
+        ("free", []),
+        ("none", ["--reasoning-budget", "0"]),
+        ("short", ["--reasoning-budget", "3", "--reasoning-budget-message", " Enough."]),
+    ):
+        with Server(path, *args, *flags) as s:
+            status, _, reply = s.request("POST", "/v1/chat/completions", body)
+            assert status == 200, reply
+            out[name] = reply["choices"][0]["message"]
+    assert out["free"]["reasoning_content"]
+    assert not out["free"]["content"]  # still thinking when the tokens ran out
+    assert not out["none"].get("reasoning_content")
+    assert out["none"]["content"]
+    assert out["short"]["reasoning_content"].rstrip().endswith("Enough.")
+    assert out["short"]["content"]
