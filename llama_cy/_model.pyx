@@ -58,16 +58,19 @@ cdef class _Callback:
     """A Python callable handed to C as user data; the exception it raised, if any."""
     cdef object fn
     cdef object error
+    cdef bint cancelled  # the callable returned False
 
     def __cinit__(self, fn):
         self.fn = fn
         self.error = None
+        self.cancelled = False
 
 
 cdef cbool _progress_trampoline(float progress, void *user_data) noexcept with gil:
     cdef _Callback cb = <_Callback>user_data
     try:
-        return cb.fn(progress) is not False
+        cb.cancelled = cb.fn(progress) is False
+        return not cb.cancelled
     except BaseException as exc:
         cb.error = exc
         return False
@@ -272,7 +275,9 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
             c.llama_model_free(ptr)
         raise cb.error
     if ptr == NULL:
-        what = "cancelled by the progress callback" if cb is not None else "corrupt, truncated or unsupported"
+        # a progress callback that said stop; else what llama.cpp's loader refused
+        what = "cancelled by the progress callback" if cb is not None and cb.cancelled \
+            else "corrupt, truncated or unsupported"
         if last_abort():
             what = f"llama.cpp refused its hyperparameters ({last_abort()})"
         raise ModelLoadError(f"failed to load model {os.fspath(paths[0])!r}: {what} "

@@ -210,3 +210,23 @@ def test_reasoning_budget_and_message(llama_cpp_source: Path, model_cache: Path)
     assert out["none"]["content"]
     assert out["short"]["reasoning_content"].rstrip().endswith("Enough.")
     assert out["short"]["content"]
+
+
+def test_check_tensors(tiny_model_path: Path, tmp_path: Path) -> None:
+    """--check-tensors refuses a model whose weights hold a NaN; without it, it loads."""
+    import gguf
+    import pytest
+
+    bad = tmp_path / "nan.gguf"
+    bad.write_bytes(tiny_model_path.read_bytes())
+    reader = gguf.GGUFReader(str(bad))
+    tensor = next(t for t in reader.tensors if t.tensor_type == gguf.GGMLQuantizationType.F32)
+    with open(bad, "r+b") as f:
+        f.seek(int(tensor.data_offset))
+        f.write(np.array([np.nan], np.float32).tobytes())
+    with Server(bad, "-c", "128") as s:
+        assert s.request("GET", "/health")[0] == 200
+    with pytest.raises(RuntimeError, match="exited") as refused:
+        Server(bad, "-c", "128", "--check-tensors")
+    assert "invalid data" in str(refused.value)  # llama.cpp's reason, in the log
+    assert "cancelled" not in str(refused.value)  # not the progress bar's doing
