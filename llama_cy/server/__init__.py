@@ -69,8 +69,6 @@ def serve(
     ``host`` is llama-server's: addresses separated by commas, or UNIX socket paths
     ending in ``.sock``; all of them serve the same app.
     """
-    import uvicorn
-
     from llama_cy.server import vertex
     from llama_cy.server.app import create_app
     from llama_cy.server.child import ChildLink
@@ -89,27 +87,16 @@ def serve(
         if link is not None:
             app.state.server.on_state = link.notify
             link.notify("ready", model_card(app.state.server))
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-            timeout_keep_alive=max(1, int(settings.timeout)),
-            ssl_keyfile=ssl_keyfile,
-            ssl_certfile=ssl_certfile,
-        )
         where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
         print(f"llama-cy: serving {settings.model_id} on {where}", file=sys.stderr, flush=True)
-        tools = app.state.server.tools
-
-        class Server(uvicorn.Server):
-            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-                # As llama-server: the MCP servers are let go first, so that a tool call
-                # in flight ends now instead of holding up the graceful shutdown.
-                if tools is not None:
-                    tools.shutdown()
-                await super().shutdown(sockets)
-
-        Server(config).run(sockets=sockets)
+        _run(
+            app,
+            sockets,
+            app.state.server.tools,
+            ssl_keyfile,
+            ssl_certfile,
+            timeout_keep_alive=max(1, int(settings.timeout)),
+        )
     finally:
         model.close()
         for s in sockets:
@@ -129,37 +116,50 @@ def serve_router(
 ) -> None:
     """llama-server's router mode: serve ``router``'s models, each in a child server
     started on demand, until interrupted."""
-    import uvicorn
-
     from llama_cy.server.app import create_router_app
 
     sockets = [_bind(h, port, reuse_port) for h in host.split(",") if h.strip()]
     router.router_port = port
     try:
         app = create_router_app(router, settings, autoload)
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-            ssl_keyfile=ssl_keyfile,
-            ssl_certfile=ssl_certfile,
-        )
         where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
         print(
             f"llama-cy: router mode on {where}: models load on demand", file=sys.stderr, flush=True
         )
-        tools = app.state.tools
-
-        class Server(uvicorn.Server):
-            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-                if tools is not None:  # a tool call in flight ends now, as in serve()
-                    tools.shutdown()
-                await super().shutdown(sockets)
-
-        Server(config).run(sockets=sockets)
+        _run(app, sockets, app.state.tools, ssl_keyfile, ssl_certfile)
     finally:
         for s in sockets:
             s.close()
+
+
+def _run(
+    app: Any,
+    sockets: list[socket.socket],
+    tools: Any,
+    ssl_keyfile: str | None,
+    ssl_certfile: str | None,
+    timeout_keep_alive: int = 5,
+) -> None:
+    """Run ``app`` with uvicorn on ``sockets`` until interrupted. As llama-server, the
+    agent tools and MCP servers (``tools``) are let go first at shutdown, so that a tool
+    call in flight ends now instead of holding up the graceful shutdown."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if tools is not None:
+                tools.shutdown()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=timeout_keep_alive,
+        ssl_keyfile=ssl_keyfile,
+        ssl_certfile=ssl_certfile,
+    )
+    Server(config).run(sockets=sockets)
 
 
 def _bind(host: str, port: int, reuse_port: bool) -> socket.socket:

@@ -34,7 +34,7 @@ from llama_cy.errors import ContextOverflowError, KVCacheFullError
 from llama_cy.server import ui, vertex
 from llama_cy.server.core import Endpoint, Server, start_tools
 from llama_cy.server.engine import QueueFullError
-from llama_cy.server.router import Router
+from llama_cy.server.router import Router, RouterError
 from llama_cy.server.routes import (
     anthropic,
     embeddings,
@@ -151,6 +151,8 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
                 return await fn(request)
             except ApiError as exc:
                 return exc.response()
+            except RouterError as exc:
+                return ApiError(exc.status, str(exc), exc.type).response()
             except (ValueError, TypeError, KeyError) as exc:
                 return ApiError(400, str(exc) or type(exc).__name__).response()
             except Exception as exc:  # ours, not the client's: still JSON, still alive

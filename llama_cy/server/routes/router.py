@@ -20,7 +20,7 @@ from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.download import DownloadError, hf_plan
 from llama_cy.server.child import CHILD_ADDR
 from llama_cy.server.core import RouteSpec
-from llama_cy.server.router import Model, Router, RouterError
+from llama_cy.server.router import Model, Router
 from llama_cy.server.schema import ApiError, parse
 from llama_cy.server.settings import ServerSettings
 
@@ -246,7 +246,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
             raise ApiError(404, "model is not found", "not_found_error")
         if m.running:
             raise ApiError(400, "model is already running")
-        await _call(router.load(m.name))
+        await router.load(m.name)
         return JSONResponse({"success": True})
 
     async def unload(request: Request) -> Response:
@@ -284,7 +284,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
             raise ApiError(400, f"model validation failed, unable to download: {exc}") from None
         if router.get(name) is not None:
             raise ApiError(400, f"model '{name}' already exists")
-        await _call(router.download(name))
+        await router.download(name)
         return JSONResponse({"success": True})
 
     async def remove(request: Request) -> Response:
@@ -292,7 +292,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         if not name:
             raise ApiError(400, "model must be a non-empty string")
         router.get(name)  # a finished download is listed first
-        await _call(router.remove(name))
+        await router.remove(name)
         return JSONResponse({"success": True})
 
     table: list[RouteSpec] = [
@@ -317,15 +317,8 @@ def _name(body: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-async def _call(coro: Any) -> None:
-    try:
-        await coro
-    except RouterError as exc:
-        raise ApiError(exc.status, str(exc), exc.type) from None
-
-
 async def _ready(router: Router, m: Model, request: Request) -> None:
     async def gone() -> bool:
         return await request.is_disconnected()
 
-    await _call(router.ensure_ready(m.name, gone))
+    await router.ensure_ready(m.name, gone)
