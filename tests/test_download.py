@@ -257,3 +257,16 @@ def test_router_cache_download_and_remove(hub: FakeHub, tiny_model_path: Path) -
         assert "org/tiny:Q8_0" not in ids
         assert hf_cache.list_cached_models() == ["org/other:F16"]
         assert s.request("DELETE", "/models?model=org/tiny:Q8_0")[0] == 404
+
+
+def test_a_preset_repository_starts_the_router(hub: FakeHub, tiny_model_path: Path) -> None:
+    """-hf on a repository holding a preset.ini: llama-server runs the router over it."""
+    hub.repos["org/tiny"] = {"tiny-Q8_0.gguf": tiny_model_path.read_bytes()}
+    hub.repos["org/presets"] = {"preset.ini": b"[my-tiny]\nhf-repo = org/tiny:Q8_0\nc = 256\n"}
+    with Server(None, "-hf", "org/presets", env=env(hub)) as s:
+        status, _, props = s.request("GET", "/props")
+        assert props["role"] == "router"
+        ids = {m["id"] for m in s.request("GET", "/models")[2]["data"]}
+        assert "my-tiny" in ids
+        status, _, out = s.request("POST", "/tokenize", {"model": "my-tiny", "content": "hi"})
+        assert status == 200, out
