@@ -18,12 +18,13 @@ from cpython.pythread cimport (
     NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
 )
 from libc.stdbool cimport bool as cbool
-from libc.stdint cimport int32_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport malloc, free
 
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport (
-    ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t, ggml_threadpool_params,
+    ggml_blck_size, ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t,
+    ggml_threadpool_params,
     ggml_threadpool_params_default, ggml_threadpool_params_match, ggml_sched_priority,
     GGML_MAX_N_THREADS,
 )
@@ -150,6 +151,39 @@ cdef object _choice(dict table, value, str what):
         raise ValueError(f"unknown {what} {value!r}; expected one of {sorted(table)}") from None
 
 
+cdef int _check_k_blocks(LlamaModel model, c.llama_context_params *p) except -1:
+    """Refuse a quantized K cache whose heads are not whole blocks of its type (a head of
+    16 values is half a q4_0 block of 32). llama.cpp refuses it itself with flash attention
+    on or auto; without, the CPU computes it but ggml-cuda aborts the process at the first
+    decode (mmvq.cu: ``GGML_ASSERT(ncols_x % ggml_blck_size(type) == 0)``), so it is
+    refused wherever the cache would live on a device other than the host's."""
+    cdef int64_t block = ggml_blck_size(p.type_k)
+    if block <= 1 or model.vocab_only:
+        return 0
+    arch = model.meta_val("general.architecture") or ""
+    head = model.meta_val(f"{arch}.attention.key_length")
+    n_head = c.llama_model_n_head(model.ptr)
+    head_k = int(head) if head else (c.llama_model_n_embd(model.ptr) // n_head if n_head else 0)
+    if head_k <= 0 or head_k % block == 0:
+        return 0
+    kind = ggml_type_name(p.type_k).decode()
+    split = f"type_k {kind}: the model's K heads of {head_k} values are not whole {kind} blocks of {block}"
+    if p.flash_attn_type != c.LLAMA_FLASH_ATTN_TYPE_DISABLED:
+        raise ContextCreationError(f"{split}, which flash attention (on or auto) cannot read")
+    if not p.offload_kqv:
+        return 0
+    devices = sorted({
+        buf.split("[")[0] for name, buf in model.tensor_buffers.items()
+        if name.startswith("blk.") and not buf.startswith(("CPU", "AMX"))
+        and not buf.endswith("_Host")
+    })
+    if devices:
+        raise ContextCreationError(
+            f"{split}, which the layers' devices ({', '.join(devices)}) cannot compute (ggml "
+            "aborts); use f16, bf16 or f32, or keep the KV cache on the host (offload_kqv=False)")
+    return 0
+
+
 cdef c.llama_context_params _context_params(
     n_ctx, n_batch, n_ubatch, n_seq_max, n_threads, n_threads_batch, rope_scaling_type,
     pooling_type, attention_type, flash_attn, rope_freq_base, rope_freq_scale, yarn_ext_factor,
@@ -266,6 +300,7 @@ cdef class LlamaContext(ViewOwner):
             type_k, type_v, embeddings, offload_kqv, swa_full, kv_unified, no_perf, op_offload,
             n_outputs_max, n_outputs_max_per_seq)
         self._swa_full = p.swa_full
+        _check_k_blocks(model, &p)
         p.abort_callback = _abort_callback
         p.abort_callback_data = <void *>&self._abort
         self._abort = 0

@@ -1,7 +1,8 @@
 """llama-server's ``-fit`` (``llama_cy.fit_params``, common/fit.cpp): the arguments left at
 their defaults chosen so that the model and its context leave a margin of each device's
-memory free. This machine has no GPU: the host's memory is fitted, and an
-``llama-cy rpc-server`` on loopback stands in for a GPU whose memory is short."""
+memory free. Without a GPU the host's memory is fitted, and an ``llama-cy rpc-server`` on
+loopback stands in for a GPU whose memory is short; on a machine with a GPU (the device
+check, ``tools/gpu_check.sh``) the GPU's own memory is fitted as well."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ import llama_cy as lc
 
 N_LAYER = 3
 HUGE = 1 << 60  # bytes: more memory than any machine has
+GPUS = [d for d in lc.devices() if d.type in ("gpu", "igpu")]
+#: What a margin no device can leave ends in: with no GPU, the host's memory is short and
+#: the fit fails; with one, the margin is the GPU's and the layers go to the host.
+SHORT = "success" if GPUS else "failure"
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +36,9 @@ def test_host_memory_fit(model: Path) -> None:
     assert roomy["n_ctx"] == 2048  # -c 0: the training context, as it fits
     assert roomy["n_gpu_layers"] == -1
     assert roomy["tensor_overrides"] == []
-    # a margin no host can leave: the context shrinks to its floor, and that is not enough
+    # a margin no device can leave: the context shrinks to its floor, and that is not enough
     tight = lc.fit_params(model, n_ctx=0, n_ctx_min=128, margins=[HUGE])
-    assert tight["status"] == "failure"
+    assert tight["status"] == SHORT
     assert tight["n_ctx"] == 128
     # a context that was set is left alone
     assert lc.fit_params(model, n_ctx=512, margins=[HUGE])["n_ctx"] == 512
@@ -45,7 +50,7 @@ def test_draft_model_is_fitted_alongside(model: Path, tmp_path: Path) -> None:
     assert both["status"] == "success"
     assert both["n_ctx"] == 2048
     tight = lc.fit_params(model, n_ctx=0, n_ctx_min=128, margins=[HUGE], draft=draft)
-    assert (tight["status"], tight["n_ctx"]) == ("failure", 128)
+    assert (tight["status"], tight["n_ctx"]) == (SHORT, 128)
     with pytest.raises(FileNotFoundError, match="draft model"):
         lc.fit_params(model, draft=tmp_path / "missing.gguf")
 
@@ -81,7 +86,7 @@ import json, sys
 import llama_cy as lc
 from llama_cy._rpc import with_rpc_devices
 path, server = sys.argv[1], sys.argv[2]
-devs = with_rpc_devices(None, server)
+devs = with_rpc_devices([], server)  # the RPC device alone, whatever GPUs the host has
 rpc = next(d for d in devs if d.name.startswith("RPC"))
 out = {
     "roomy": lc.fit_params(path, devices=devs, n_ctx=256),
@@ -110,3 +115,28 @@ def test_serve_fit_flags(model: Path) -> None:
         assert s.request("GET", "/props")[2]["default_generation_settings"]["n_ctx"] == 256
     with Server(model, "-c", "0", "-np", "1", "-fit", "off", "-fitt", str(HUGE >> 20)) as s:
         assert s.request("GET", "/props")[2]["default_generation_settings"]["n_ctx"] == 2048
+
+
+@pytest.mark.skipif(not GPUS, reason="needs a GPU (the device check: tools/gpu_check.sh)")
+def test_layers_leave_a_gpu_that_is_short(model: Path) -> None:
+    roomy = lc.fit_params(model, n_ctx=256)
+    assert (roomy["status"], roomy["n_gpu_layers"]) == ("success", -1)
+    # keep every GPU's free memory free: no layer can stay on one
+    margin = max(d.memory_free for d in GPUS)
+    tight = lc.fit_params(model, n_ctx=256, margins=[margin])
+    assert 0 <= tight["n_gpu_layers"] < N_LAYER + 1
+    assert layers_on(model, -1) == N_LAYER
+    assert layers_on(model, tight["n_gpu_layers"]) == min(tight["n_gpu_layers"], N_LAYER)
+
+
+def layers_on(model: Path, n_gpu_layers: int) -> int:
+    """How many of the model's repeating layers a load with ``n_gpu_layers`` puts on a GPU."""
+    gpus = {d.name for d in GPUS}
+    with lc.LlamaModel.load(model, n_gpu_layers=n_gpu_layers) as m:
+        return len(
+            {
+                name.split(".")[1]
+                for name, buf in m.tensor_buffers.items()
+                if name.startswith("blk.") and buf.split("[")[0] in gpus
+            }
+        )

@@ -327,6 +327,36 @@ ctx = decoded(type_k="f16", type_v="bf16")
     )
 
 
+def test_quantized_k_cache_of_split_heads_on_a_device(
+    tiny_model_path: Path, rpc_server: str
+) -> None:
+    """The tiny model's K heads hold 16 values, half a q4_0 block. Without flash attention
+    the CPU computes that and ggml-cuda aborts the process at the first decode (seen on
+    an H200): refused wherever the layers (and so the cache) live on a device, an RPC
+    server standing in for a GPU. With flash attention llama.cpp refuses it everywhere."""
+    hazard(
+        """
+remote = lc.LlamaModel.load(sys.argv[1], n_gpu_layers=-1, rpc_servers=sys.argv[2])
+for kind in ("q4_0", "q8_0", "iq4_nl"):
+    expect(ContextCreationError, lc.LlamaContext, remote, n_ctx=128, n_threads=1,
+           type_k=kind, flash_attn=False, match=f"not whole {kind} blocks of 32")
+    expect(ContextCreationError, lc.LlamaContext, model, n_ctx=128, n_threads=1,
+           type_k=kind, match="flash attention (on or auto) cannot read")
+lc.LlamaContext(remote, n_ctx=128, n_threads=1, type_k="q4_0", flash_attn=False,
+                offload_kqv=False).close()
+lc.LlamaContext(remote, n_ctx=128, n_threads=1, type_k="bf16").close()
+remote.close()
+if any(b.startswith("CUDA") for b in model.tensor_buffers.values()):  # an offloaded run
+    expect(ContextCreationError, lc.LlamaContext, model, n_ctx=128, type_k="q4_0",
+           flash_attn=False, match="cannot compute")
+else:
+    decoded(type_k="q4_0", flash_attn=False)  # the host's cache: computed
+""",
+        tiny_model_path,
+        rpc_server,
+    )
+
+
 def test_huge_batch_is_a_memory_error(tiny_model_path: Path) -> None:
     hazard(
         """
