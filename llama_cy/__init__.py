@@ -11,9 +11,11 @@ import os
 from llama_cy import _build_config
 
 if _build_config.GPU == "cuda":  # NVIDIA's runtime from its pip packages, before the plugin
+    from llama_cy._cuda_packs import select
     from llama_cy._cuda_runtime import prepare
 
-    prepare(_build_config.plugin_path("cuda"))
+    # a wheel's plugin comes in a pack chosen for the GPUs; a source build carries its own
+    prepare(select(_build_config.plugin_path("cuda")) or _build_config.plugin_path("cuda"))
 
 # _backend next: importing it loads llama.cpp's backend plugins and routes its log.
 from llama_cy import _backend

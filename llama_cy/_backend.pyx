@@ -19,14 +19,15 @@ from llama_cy._c.ggml cimport (
 from llama_cy._c.ggml_backend cimport (
     ggml_backend_dev_t, ggml_backend_dev_count, ggml_backend_dev_get, ggml_backend_dev_name,
     ggml_backend_dev_description, ggml_backend_dev_type_, ggml_backend_dev_memory,
-    ggml_backend_dev_backend_reg, ggml_backend_reg_name, ggml_backend_load_all_from_path,
+    ggml_backend_dev_backend_reg, ggml_backend_reg_name, ggml_backend_load,
+    ggml_backend_load_all_from_path,
     GGML_BACKEND_DEVICE_TYPE_CPU, GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU,
     GGML_BACKEND_DEVICE_TYPE_ACCEL, GGML_BACKEND_DEVICE_TYPE_META,
 )
 from llama_cy._c.ggml_cpu cimport ggml_numa_strategy
 from llama_cy._c cimport llama as c
 
-from llama_cy import _build_config
+from llama_cy import _build_config, _cuda_packs
 
 #: The llama.cpp build this package was built from (tools/fetch_llama_cpp.py states it).
 LLAMA_CPP_BUILD = _build_config.LLAMA_CPP_BUILD
@@ -73,6 +74,9 @@ def _shutdown():
 
 c.llama_log_set(_log_callback, NULL)
 ggml_backend_load_all_from_path(os.fsencode(os.path.dirname(os.path.abspath(__file__))))
+if _cuda_packs.selected is not None:  # a CUDA wheel's plugin, from the pack chosen at import
+    if ggml_backend_load(os.fsencode(_cuda_packs.selected)) == NULL:
+        logger.warning("CUDA: %s did not load: the CPU serves", _cuda_packs.selected)
 c.llama_backend_init()
 atexit.register(_shutdown)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from child import run_python
 
-from llama_cy import _build_config, _cuda_runtime
+from llama_cy import _build_config, _cuda_packs, _cuda_runtime
 from llama_cy._cuda_runtime import find_libraries, library_dirs, needed_majors
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="builds ELF shared objects")
@@ -202,6 +202,10 @@ def test_the_plugin_must_name_the_driver(tmp_path: Path) -> None:
 @pytest.mark.skipif(_build_config.GPU != "cuda", reason="a CUDA build's own plugin")
 def test_the_built_cuda_plugin_names_the_driver() -> None:
     plugin = _build_config.plugin_path("cuda")
+    if not plugin.is_file():  # a wheel's: in the pack chosen at import, or any installed
+        packs = _cuda_packs.find_packs()
+        assert _cuda_packs.selected or packs, "a CUDA wheel without its plugin packs"
+        plugin = _cuda_packs.selected or packs[0].plugin
     assert _cuda_runtime.links_driver(plugin), _cuda_runtime._dt_needed(plugin)
     assert needed_majors(plugin)  # and the runtime major it needs
 

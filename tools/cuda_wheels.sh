@@ -6,12 +6,13 @@
 #   PYTHONS="3.12" ARCHS="90-real" tools/cuda_wheels.sh     # one wheel, one architecture
 #
 # Environment:
-#   ARCHS    CMAKE_CUDA_ARCHITECTURES (default: the wheel job's list, see .github/workflows/wheels.yml)
+#   ARCHS    CMAKE_CUDA_ARCHITECTURES (default: both families of .github/workflows/wheels.yml in one plugin)
 #   PYTHONS  CPython versions, resolved through pyenv (default: 3.11 3.12 3.13, requires-python)
 #   BUILD    work folder: venvs, the shared CMake tree, the libcuda stand-in (default build/cuda)
 #   DIST     where the wheels go (default dist/cuda)
 #   CPU_ALL_VARIANTS  true (default, as the wheel job) or false: one baseline x86-64 CPU plugin
 #   BENCH=1  also build llama-bench and llama-batched-bench in the same CMake tree
+#   SPLIT=1  move the plugin into a pack wheel (tools/cuda_pack.py), as the wheel job does
 #
 # cuBLAS comes from PyPI (nvidia-cublas for CUDA 13, nvidia-cublas-cu12 for 12), the
 # driver from tools/cuda_stub.py: the plugin then keeps DT_NEEDED libcuda.so.1 and
@@ -19,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-ARCHS=${ARCHS:-"75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual"}
+ARCHS=${ARCHS:-"75-real;80-real;86-real;89-real;90-real;100-real;120-real;100-virtual"}
 PYTHONS=${PYTHONS:-"3.11 3.12 3.13"}
 BUILD=$(realpath -m "${BUILD:-build/cuda}")
 DIST=$(realpath -m "${DIST:-dist/cuda}")
@@ -59,6 +60,10 @@ done
 [ -n "$first" ] || { echo "no CPython found" >&2; exit 1; }
 if [ "${BENCH:-0}" = 1 ]; then
   cmake --build "$BUILD/llama.cpp" --parallel "$(nproc)" --target llama-bench llama-batched-bench
+fi
+if [ "${SPLIT:-0}" = 1 ]; then  # as the wheel job ships them: the plugin in its pack
+  PATH="$BUILD/venv-$first/bin:$PATH" python3 tools/cuda_pack.py split "$DIST"/llama_cy-*.whl \
+    --archs "$ARCHS" -o "$DIST"
 fi
 python3 tools/check_wheel_size.py "$DIST"/*.whl || true
 ls -l "$DIST"

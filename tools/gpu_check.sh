@@ -7,7 +7,8 @@
 #   tools/gpu_check.sh dry-run DIR   # anywhere the package is installed (CI): the run's
 #                                    #   steps on small sizes, its figures meaningless
 #
-# prepare: tools/cuda_wheels.sh for CPython 3.12 and sm_90 (ARCHS to change it), plus
+# prepare: tools/cuda_wheels.sh for CPython 3.12 and sm_90 (ARCHS to change it), split as
+#   the wheel job splits it (llama_cy, and the plugin in its pack: tools/cuda_pack.py), plus
 #   llama-bench and llama-batched-bench from the same CMake tree; the wheels of the test
 #   dependencies the device's Python lacks (it has numpy, pytest, hypothesis), and the
 #   few llama.cpp files the tests read. Under 60 MiB, or it fails.
@@ -27,7 +28,10 @@ prepare() {
   set -e
   PYTHONS=3.12 ARCHS=${ARCHS:-90-real} CPU_ALL_VARIANTS=false BENCH=1 tools/cuda_wheels.sh
   rm -rf "$PACK" && mkdir -p "$PACK/whl" "$PACK/bin"
+  # As the wheel job ships it: llama_cy without the CUDA plugin, the plugin in its pack.
   cp "$(ls -t dist/cuda/llama_cy-*-cp312-*.whl | head -1)" "$PACK/whl/"
+  PATH="build/cuda/venv-3.12/bin:$PATH" python3 tools/cuda_pack.py split "$PACK"/whl/llama_cy-*.whl \
+    --archs "${ARCHS:-90-real}" -o "$PACK/whl"
   # What the suite imports beyond the device's numpy, pytest and hypothesis.
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
@@ -40,8 +44,9 @@ prepare() {
   local progs="build/cuda/llama.cpp/bin/llama-bench build/cuda/llama.cpp/bin/llama-batched-bench"
   cp $progs "$PACK/bin/"
   # Their own libraries (libllama-bench-impl.so, ...), found beside them in the CMake tree.
+  local listed=$(unzip -Z1 "$PACK"/whl/llama_cy-*.whl)
   for lib in $(ldd $progs | awk '/build\/cuda\/llama.cpp/ {print $3}' | sort -u); do
-    unzip -l "$PACK"/whl/llama_cy-*.whl | grep -q "/$(basename "$lib")$" || cp -L "$lib" "$PACK/bin/"
+    grep -qx "llama_cy/$(basename "$lib")" <<< "$listed" || cp -L "$lib" "$PACK/bin/"
   done
   strip "$PACK"/bin/* 2>/dev/null || true
   (cd subprojects/llama.cpp && tar cJf "$PACK/llama.cpp-files.tar.xz" include ggml/include \
@@ -69,6 +74,7 @@ setup_device() {
   PY="python3 -P"  # never the source tree's uncompiled llama_cy
   LIB=$(cd /tmp && $PY -c "import llama_cy; print(llama_cy.get_lib_dir())")
   BIN=/tmp/lcy-bin && mkdir -p $BIN && cp "$PACK"/bin/* $BIN/ && ln -sf "$LIB"/lib*.so* $BIN/
+  ln -sf "$SITE"/llama_cy_cu*_sm*/libggml-cuda.so $BIN/  # the pack's plugin, for llama-bench
   export LCY_BIN=$BIN LLAMA_CY_N_GPU_LAYERS=-1 LLAMA_CY_SKIP_GEMMA=1
 }
 
