@@ -157,6 +157,15 @@ def test_token_file_projector_url_and_docker(hub: FakeHub, monkeypatch: pytest.M
     assert "Bearer docker-token" in hub.auth
     with pytest.raises(DownloadError):
         download.resolve(docker_repo="ai/absent:1")
+    # the flags, as serve reads them: --docker-repo, and --spec-draft-hf for the draft
+    from llama_cy import cli
+    from llama_cy.cli.common import fetch_models
+
+    argv = ["serve", "--docker-repo", "tiny", "--spec-draft-hf", "org/two:Q8_0"]
+    args = cli.parser().parse_args(argv)
+    assert fetch_models(args, "serve") is None
+    assert args.model == path
+    assert Path(args.model_draft).read_bytes() == b"a"  # the first file of the tag
 
 
 def test_no_network_is_an_error_not_a_hang(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -230,3 +230,18 @@ def test_check_tensors(tiny_model_path: Path, tmp_path: Path) -> None:
         Server(bad, "-c", "128", "--check-tensors")
     assert "invalid data" in str(refused.value)  # llama.cpp's reason, in the log
     assert "cancelled" not in str(refused.value)  # not the progress bar's doing
+
+
+def test_log_disable_and_numa(tiny_model_path: Path) -> None:
+    """--log-disable silences the log that -lv 4 asks for (llama.cpp's lines with it);
+    --numa calls llama.cpp's NUMA set-up before the load (one node here: the server still
+    serves, as llama-server does)."""
+    flags = ["-np", "1", "-lv", "4"]
+    with Server(tiny_model_path, *flags, "--numa", "distribute") as s:
+        assert s.request("GET", "/health")[0] == 200
+        loud = s.output()
+    with Server(tiny_model_path, *flags, "--log-disable") as s:
+        assert s.request("GET", "/health")[0] == 200
+        quiet = s.output()
+    assert "llama_model_loader" in loud
+    assert "llama_model_loader" not in quiet
