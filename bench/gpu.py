@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import llama_cy as lc
+from llama_cy import _cuda_packs
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
@@ -106,6 +107,8 @@ class Bench:
             "--prompt", PROMPT, "--n-predict", str(n), "--threads", str(self.threads),
             "--ctx", "2048", "--ngl", "99", *extra,
         ]  # fmt: skip
+        if _cuda_packs.selected is not None:  # a CUDA wheel: its plugin is in a pack
+            cmd += ["--plugin", str(_cuda_packs.selected)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
             raise RuntimeError(r.stderr[-2000:])

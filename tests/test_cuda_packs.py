@@ -249,3 +249,17 @@ def test_split_moves_the_plugin_into_one_pack(fake_plugin: Path, tmp_path: Path)
     made = tool("split", str(wheels[0]), str(odd), "--archs", "86-real", "-o", str(out))
     assert made.returncode != 0
     assert "differs" in made.stderr
+
+
+def test_a_wheel_install_on_a_gpu_runs_its_pack() -> None:
+    """The device check installs the CUDA wheel split as the wheel job ships it: the
+    plugin that serves the GPU came from the pack chosen at import."""
+    from llama_cy import _build_config, devices
+
+    if _build_config.GPU != "cuda" or _build_config.plugin_path("cuda").is_file():
+        pytest.skip("a CUDA wheel without its own plugin (tools/gpu_check.sh installs one)")
+    if not _cuda_packs.capabilities():
+        pytest.skip("no NVIDIA GPU visible")
+    assert _cuda_packs.selected is not None
+    assert _cuda_packs.selected.parent.name.startswith("llama_cy_cu")
+    assert any(d.backend == "CUDA" for d in devices())

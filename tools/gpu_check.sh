@@ -87,7 +87,7 @@ run() {
   CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
   # The GPU's own checks, and the tests that once assumed the CPU (tests/offload.py).
   [[ $steps == *" tests "* ]] && timeout "${TESTS_S:-120}" $PY -m pytest -q -ra tests/test_cuda_runtime.py tests/test_gpu_backend.py \
-    tests/test_backend_sampling.py tests/test_fit.py "tests/test_hazards.py::test_huge_batch_is_a_memory_error" \
+    tests/test_backend_sampling.py tests/test_fit.py tests/test_cuda_packs.py "tests/test_hazards.py::test_huge_batch_is_a_memory_error" \
     "tests/test_speculative.py::test_server_mostly_rejected_drafts" \
     "tests/test_context.py::test_sigint_shim_installs_and_restores" \
     "tests/test_server_llama.py::test_every_flag_of_llama_server_is_known" 2>&1 | tail -60 \

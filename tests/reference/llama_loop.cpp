@@ -7,10 +7,11 @@
 // Python side gets identical numerics by keeping the same defaults.
 //
 // Usage:
-//   llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N
+//   llama_loop --lib-dir DIR [--plugin PATH] --model PATH --prompt TEXT --n-predict N
 //              [--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] [--warmup]
 //              [--sampler greedy | --sampler dist [--seed S] [--top-k K] [--temp X]]
 //              [--backend-sampling]   (the chain runs in the graph: llama_set_sampler)
+//   --plugin: one more backend plugin, outside DIR (a CUDA wheel's, from its pack)
 //
 // Output: one JSON object on stdout; errors go to stderr with a non-zero exit status
 // (2 for a bad command line, 1 for a failure at run time).
@@ -33,6 +34,7 @@ namespace {
 
 struct Options {
     std::string lib_dir;
+    std::string plugin;  // a backend plugin outside lib_dir (llama_cy._cuda_packs.selected)
     std::string model;
     std::string prompt;
     bool has_prompt = false;  // an empty prompt is allowed, a missing one is not
@@ -104,6 +106,8 @@ Options parse_args(int argc, char ** argv) {
         const char * v = argv[++i];
         if (flag == "--lib-dir") {
             o.lib_dir = v;
+        } else if (flag == "--plugin") {
+            o.plugin = v;
         } else if (flag == "--model") {
             o.model = v;
         } else if (flag == "--prompt") {
@@ -244,6 +248,9 @@ int run(const Options & o) {
     using clock = std::chrono::steady_clock;
 
     ggml_backend_load_all_from_path(o.lib_dir.c_str());
+    if (!o.plugin.empty() && ggml_backend_load(o.plugin.c_str()) == nullptr) {
+        return fail("the backend plugin '" + o.plugin + "' did not load");
+    }
     if (ggml_backend_dev_count() == 0) {
         return fail("no ggml backend could be loaded from '" + o.lib_dir + "'");
     }
