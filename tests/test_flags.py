@@ -155,3 +155,23 @@ def test_the_reference_lists_every_flag_of_serve() -> None:
     for flag in flags_for("serve"):
         assert f"`{flag.names[0]}`" in table, flag.name
     assert len(table.splitlines()) == len(flags_for("serve")) + 2
+
+
+def test_every_used_serve_flag_is_exercised_by_a_test() -> None:
+    """Each flag that ``serve`` says it uses is given, under one of its spellings or its
+    environment variable, by some test; the argument presets are expanded by
+    test_cache_reuse.py from their table (``ARG_PRESETS``)."""
+    from llama_cy.flags.presets import ARG_PRESETS
+
+    text = "".join(p.read_text() for p in Path(__file__).parent.glob("*.py"))
+    untested = [
+        f.name
+        for f in flags_for("serve")
+        if f.status == USED
+        and f.name not in ARG_PRESETS
+        and not any(
+            re.search(r"[\"'\s]" + re.escape(s) + r"[\"'=\s]", text)
+            for s in (*f.names, *f.negative, *((f.env,) if f.env else ()))
+        )
+    ]
+    assert untested == []
