@@ -146,6 +146,7 @@ def select(own: Path, sites: Iterable[Path] | None = None) -> Path | None:
     selected = None
     if own.is_file():
         return None
+    sites = None if sites is None else list(sites)
     packs = find_packs(sites)
     if not packs:
         _log.warning(
@@ -156,8 +157,8 @@ def select(own: Path, sites: Iterable[Path] | None = None) -> Path | None:
     caps = capabilities()
     if not caps:  # no driver (_cuda_runtime.prepare says why) or no GPU visible
         return None
-    sites = site_dirs() if sites is None else list(sites)
-    runtimes = [p.cuda_major for p in packs if find_libraries(sites, p.cuda_major)]
+    homes = site_dirs() if sites is None else sites  # where NVIDIA's packages would be
+    runtimes = [p.cuda_major for p in packs if find_libraries(homes, p.cuda_major)]
     pack = choose(packs, caps, runtimes)
     shown = ", ".join(f"{a}.{b}" for a, b in caps)
     if pack is None:
