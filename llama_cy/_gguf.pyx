@@ -11,8 +11,9 @@ from libc.stdlib cimport malloc, free
 
 from llama_cy._c.ggml cimport ggml_type_name
 from llama_cy._c.gguf cimport (
-    gguf_context, gguf_free, gguf_get_n_tensors, gguf_get_tensor_name, gguf_get_tensor_size,
-    gguf_get_tensor_type, gguf_init_from_file, gguf_init_params,
+    gguf_context, gguf_find_key, gguf_free, gguf_get_kv_type, gguf_get_n_tensors,
+    gguf_get_tensor_name, gguf_get_tensor_size, gguf_get_tensor_type, gguf_get_val_bool,
+    gguf_init_from_file, gguf_init_params,
     gguf_set_val_u32, gguf_set_val_i32, gguf_set_val_u64, gguf_set_val_i64, gguf_set_val_f32,
     gguf_set_val_f64, gguf_set_val_bool, gguf_set_val_str, gguf_set_arr_data, gguf_set_arr_str,
     GGUF_TYPE_UINT8, GGUF_TYPE_INT8, GGUF_TYPE_UINT16, GGUF_TYPE_INT16, GGUF_TYPE_UINT32,
@@ -23,8 +24,8 @@ from llama_cy._c.gguf cimport (
 from llama_cy.errors import ModelLoadError
 
 
-def gguf_tensors(path):
-    """``(name, type name, size in bytes)`` for each tensor of the GGUF file at ``path``."""
+cdef gguf_context *_open(path) except NULL:
+    """The GGUF file at ``path`` opened without its tensor data (``gguf_free`` it)."""
     bpath = os.fsencode(path)
     if not os.path.isfile(bpath):
         raise ModelLoadError(f"no model file at {os.fsdecode(bpath)!r}")
@@ -37,12 +38,35 @@ def gguf_tensors(path):
         g = gguf_init_from_file(cpath, params)
     if g == NULL:
         raise ModelLoadError(f"{os.fsdecode(bpath)!r} is not a readable GGUF file")
+    return g
+
+
+def gguf_tensors(path):
+    """``(name, type name, size in bytes)`` for each tensor of the GGUF file at ``path``."""
+    cdef gguf_context *g = _open(path)
     cdef int64_t i
     try:
         return [(gguf_get_tensor_name(g, i).decode("utf-8", "replace"),
                  ggml_type_name(gguf_get_tensor_type(g, i)).decode(),
                  gguf_get_tensor_size(g, i))
                 for i in range(gguf_get_n_tensors(g))]
+    finally:
+        gguf_free(g)
+
+
+def gguf_flags(path, keys):
+    """``{key: value}`` for the boolean metadata ``keys`` of the GGUF file at ``path``
+    (False where a key is missing or not a boolean), as llama.cpp's ``get_bool`` reads
+    them with a default of false: ``clip.has_vision_encoder`` and the like."""
+    cdef gguf_context *g = _open(path)
+    cdef int64_t k
+    out = {}
+    try:
+        for key in keys:
+            k = gguf_find_key(g, key.encode())
+            out[key] = bool(k >= 0 and gguf_get_kv_type(g, k) == GGUF_TYPE_BOOL
+                            and gguf_get_val_bool(g, k))
+        return out
     finally:
         gguf_free(g)
 

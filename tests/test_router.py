@@ -14,10 +14,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import gguf
 import pytest
 from offload import timeout as stretched
 from serving import Server, free_port
 
+from llama_cy.server import modalities
 from llama_cy.server.presets import (
     PresetError,
     from_argv,
@@ -91,6 +93,30 @@ def test_models_dir(tmp_path: Path) -> None:
     }
     with pytest.raises(PresetError, match="does not exist or is not a directory"):
         load_from_models_dir(str(tmp_path / "nowhere"))
+
+
+def projector(path: Path, vision: bool, audio: bool) -> Path:
+    """A projector's metadata alone (what the router reads of it before a model runs)."""
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_bool(modalities.VISION, vision)
+    writer.add_bool(modalities.AUDIO, audio)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_architecture_from_the_projector(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    text = {"input_modalities": ["text"], "output_modalities": ["text"]}
+    assert modalities.from_projector(None) == text
+    both = modalities.from_projector(str(projector(tmp_path / "p.gguf", True, True)))
+    assert both["input_modalities"] == ["text", "image", "audio"]
+    audio = modalities.from_projector(str(projector(tmp_path / "a.gguf", False, True)))
+    assert audio["input_modalities"] == ["text", "audio"]
+    (tmp_path / "junk.gguf").write_bytes(b"not gguf")
+    assert modalities.from_projector(str(tmp_path / "junk.gguf")) == text
+    assert "failed to read the multimodal capabilities" in caplog.text
 
 
 def test_router_command_line_as_preset() -> None:
@@ -172,6 +198,7 @@ def test_router_routes_loads_and_evicts(models_dir: Path) -> None:
         assert entry["status"]["value"] == "loaded"
         assert "--ctx-size" in entry["status"]["args"]  # the router's own flags
         assert entry["meta"]["n_vocab"] > 0  # the child's own entry, merged in
+        assert entry["architecture"]["input_modalities"] == ["text"]  # the child's
 
         # a second model: the limit is 1, so alpha (idle) goes
         status, _, tok = s.request("POST", "/tokenize", {"model": "beta", "content": "hello"})
@@ -376,3 +403,16 @@ def test_router_serves_the_demo_model(gemma_path: Path) -> None:
         status, out = chat(s, name, temperature=0)
         assert status == 200, out
         assert out["choices"][0]["message"]["content"]
+
+
+def test_router_lists_a_projectors_modalities(tmp_path: Path, tiny_model_path: Path) -> None:
+    """Before its model runs, the router reads a model's projector for /models'
+    architecture, as llama-server's update_caps does."""
+    folder = tmp_path / "models" / "seer"
+    folder.mkdir(parents=True)
+    shutil.copy(tiny_model_path, folder / "seer.gguf")
+    projector(folder / "mmproj-seer.gguf", vision=True, audio=False)
+    with Server(None, "--models-dir", str(folder.parent), "--no-models-autoload") as s:
+        entry = next(m for m in s.request("GET", "/models")[2]["data"] if m["id"] == "seer")
+        assert entry["status"]["value"] == "unloaded"
+        assert entry["architecture"]["input_modalities"] == ["text", "image"]

@@ -46,6 +46,11 @@ def test_props_and_models_report_the_modalities(server: Server) -> None:
     assert props["modalities"] == {"vision": True, "audio": False}
     status, _, models = server.request("GET", "/v1/models")
     assert models["models"][0]["capabilities"] == ["completion", "multimodal"]
+    # llama-server's architecture: the projector's input modalities (image, not audio)
+    assert models["data"][0]["architecture"] == {
+        "input_modalities": ["text", "image"],
+        "output_modalities": ["text"],
+    }
 
 
 def test_openai_client_image_equals_llama_cpps_greedy_tokens(

@@ -33,6 +33,7 @@ from llama_cy.media import MediaSource
 from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine, RateWindow
+from llama_cy.server.modalities import architecture
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import (
     ServerSettings,
@@ -100,6 +101,11 @@ class Server:
             self._teardown()
             raise
         self.model_card = self._model_card()
+        #: /models' architecture: the projector's input modalities (kept while asleep)
+        self.architecture = architecture(
+            image=self.mtmd is not None and self.mtmd.vision,
+            audio=self.mtmd is not None and self.mtmd.audio,
+        )
         #: GET /props as last shown (what a sleeping server answers)
         self.props_cache: dict[str, Any] = {}
 

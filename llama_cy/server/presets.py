@@ -7,11 +7,15 @@ dashes (``ctx-size``, ``no-mmap``) or their environment variables (``LLAMA_ARG_C
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+
+from llama_cy import hf_cache
 
 __all__ = [
     "DEDUP_CACHE_MODELS",
@@ -20,6 +24,7 @@ __all__ = [
     "Option",
     "Preset",
     "PresetError",
+    "deduplicated",
     "from_argv",
     "is_truthy",
     "load_from_ini",
@@ -30,6 +35,7 @@ __all__ = [
 #: The options only a preset takes (common_params_add_preset_options), by dest.
 LOAD_ON_STARTUP = "load_on_startup"
 STOP_TIMEOUT = "stop_timeout"
+_log = logging.getLogger("llama_cy.server.presets")
 DEDUP_CACHE_MODELS = "dedup_cache_models"
 
 #: common/arg.cpp's truthy and falsey spellings (common_arg_utils).
@@ -284,3 +290,26 @@ def from_argv(argv: Sequence[str]) -> Preset:
         preset.options[opt.dest] = value
         i += 1
     return preset
+
+
+def deduplicated(
+    custom: dict[str, Preset], cached: dict[str, Preset], source: dict[str, str]
+) -> set[str]:
+    """The cache's models that a preset with ``dedup-cache-models`` loads (the same
+    file, its model or draft model): hidden from /models."""
+    used: set[str] = set()
+    for p in custom.values():
+        if not is_truthy(p.get(DEDUP_CACHE_MODELS) or ""):
+            continue
+        for repo, file in (("hf_repo", "hf_file"), ("hf_repo_draft", "model_draft")):
+            with contextlib.suppress(ValueError):
+                if p.get(repo) and (
+                    path := hf_cache.resolve_cached_path(p.get(repo) or "", p.get(file) or "")
+                ):
+                    used.add(path)
+    hidden = set()
+    for name in cached:
+        if source.get(name) == "cache" and hf_cache.resolve_cached_path(name) in used:
+            _log.info("hiding cache model name=%s (deduplicated by a preset)", name)
+            hidden.add(name)
+    return hidden

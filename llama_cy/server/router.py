@@ -28,12 +28,13 @@ from typing import Any
 
 from llama_cy import hf_cache
 from llama_cy.server.child import CHILD_ADDR, CMD_EXIT, CMD_STATE, child_command
+from llama_cy.server.modalities import architecture, from_projector
 from llama_cy.server.presets import (
-    DEDUP_CACHE_MODELS,
     LOAD_ON_STARTUP,
     STOP_TIMEOUT,
     Preset,
     PresetError,
+    deduplicated,
     is_truthy,
     load_from_ini,
     load_from_models_dir,
@@ -76,29 +77,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _deduplicated(
-    custom: dict[str, Preset], cached: dict[str, Preset], source: dict[str, str]
-) -> set[str]:
-    """The cache's models that a preset with ``dedup-cache-models`` loads (the same
-    file, its model or draft model): hidden from /models."""
-    used: set[str] = set()
-    for p in custom.values():
-        if not is_truthy(p.get(DEDUP_CACHE_MODELS) or ""):
-            continue
-        for repo, file in (("hf_repo", "hf_file"), ("hf_repo_draft", "model_draft")):
-            with contextlib.suppress(ValueError):
-                if p.get(repo) and (
-                    path := hf_cache.resolve_cached_path(p.get(repo) or "", p.get(file) or "")
-                ):
-                    used.add(path)
-    hidden = set()
-    for name in cached:
-        if source.get(name) == "cache" and hf_cache.resolve_cached_path(name) in used:
-            _log.info("hiding cache model name=%s (deduplicated by a preset)", name)
-            hidden.add(name)
-    return hidden
-
-
 def _names(text: str | None) -> list[str]:
     return sorted({x.strip() for x in (text or "").split(",") if x.strip()})
 
@@ -123,6 +101,7 @@ class Model:
     requests: int = 0  #: requests being forwarded to it now
     proc: asyncio.subprocess.Process | None = None
     stopping: bool = False
+    architecture: dict[str, Any] = field(default_factory=architecture)
 
     @property
     def running(self) -> bool:
@@ -150,13 +129,14 @@ class Model:
             "owned_by": "llamacpp",
             "created": int(time.time()),
             "status": status,
-            "architecture": {"input_modalities": ["text"], "output_modalities": ["text"]},
+            "architecture": self.architecture,
             "source": self.source,
             "can_remove": self.source == "cache",
         }
-        if self.running:
-            for key, value in self.loaded_info.items():
-                entry.setdefault(key, value)
+        if self.running:  # what the child reports, its architecture over the projector's
+            entry.update(
+                {k: v for k, v in self.loaded_info.items() if k not in entry or k == "architecture"}
+            )
         return entry
 
 
@@ -259,12 +239,13 @@ class Router:
             source[name] = "preset"
         for p in final.values():
             p.merge(self.base)
-        return final, source, _deduplicated(custom, cached, source)
+        return final, source, deduplicated(custom, cached, source)
 
     def _model(self, name: str, source: str, preset: Preset) -> Model:
         m = Model(name, source, preset)
         m.aliases = _names(preset.get("alias"))
         m.tags = _names(preset.get("tags"))
+        m.architecture = from_projector(preset.get("mmproj"))
         timeout = preset.get(STOP_TIMEOUT)
         if timeout is not None:
             try:

@@ -31,6 +31,7 @@ def model_card(server: Server) -> dict[str, Any]:
         "owned_by": "llama_cy",
         "aliases": sorted(server.settings.aliases),
         "tags": sorted(server.settings.tags),
+        "architecture": server.architecture,
         "meta": server.model_card,
     }
 

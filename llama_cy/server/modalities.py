@@ -1,0 +1,36 @@
+"""A model's ``architecture`` in ``/models``, as llama-server's
+``server_model_architecture_json`` gives it: the input modalities its projector adds to
+text (images, audio), and text out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["architecture", "from_projector"]
+
+_log = logging.getLogger("llama_cy")
+#: the projector's metadata that mtmd_get_cap_from_file reads (clip.cpp's get_bool)
+VISION, AUDIO = "clip.has_vision_encoder", "clip.has_audio_encoder"
+
+
+def architecture(image: bool = False, audio: bool = False) -> dict[str, Any]:
+    inputs = ["text", *(["image"] if image else []), *(["audio"] if audio else [])]
+    return {"input_modalities": inputs, "output_modalities": ["text"]}
+
+
+def from_projector(path: str | None) -> dict[str, Any]:
+    """The architecture a projector file gives, read from its metadata without loading
+    it (a router lists models before they run); text alone without one, or when the file
+    cannot be read (said in the log, as llama-server says it)."""
+    if not path:
+        return architecture()
+    from llama_cy._gguf import gguf_flags
+    from llama_cy.errors import ModelLoadError
+
+    try:
+        flags = gguf_flags(path, (VISION, AUDIO))
+    except (ModelLoadError, OSError) as exc:  # missing or unreadable: text alone
+        _log.warning("failed to read the multimodal capabilities of %r: %s", path, exc)
+        return architecture()
+    return architecture(image=flags[VISION], audio=flags[AUDIO])
