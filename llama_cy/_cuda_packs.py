@@ -31,8 +31,8 @@ from llama_cy._cuda_runtime import DRIVER, find_libraries, site_dirs
 __all__ = ["PLUGIN", "Pack", "capabilities", "choose", "find_packs", "runs_on", "select"]
 
 _log = logging.getLogger("llama_cy")
-#: the plugin's file name in a pack
-PLUGIN = "ggml-cuda.dll" if sys.platform == "win32" else "libggml-cuda.so"
+#: the plugin's file name in a pack (packs are built for Linux: tools/cuda_pack.py)
+PLUGIN = "libggml-cuda.so"
 _PACK_DIR = re.compile(r"llama_cy_cu(\d+)_sm\d+_\d+")
 _ARCH = re.compile(r"(\d+)([af]?)(?:-(real|virtual))?")
 #: the pack's plugin :func:`select` chose, which ``_backend`` loads; None: none chosen
