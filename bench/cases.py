@@ -35,10 +35,13 @@ def _generate(
     *,
     read: Callable[[lc.LlamaContext], int] | None = None,
     samplers: dict[int, lc.LlamaSampler] | None = None,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """A Python generation loop over the zero-copy logits, timed like llama_loop.cpp:
     n picks and n - 1 decodes after the prompt's decode, stopping at end of generation.
     With ``samplers`` (backend sampling) ``read(ctx)`` picks from what the graph left.
+    With ``repeat`` > 1 the run repeats in the same context (llama_loop's ``--repeat``):
+    the first warms the backend, the rate is the mean of the others.
 
     ``overhead_us`` is the time per token spent outside llama_decode (llama.cpp's own
     perf counter): picking, batch filling and the Python loop itself.
@@ -53,37 +56,87 @@ def _generate(
     ctx = _context(model, threads, n_ctx, samplers=samplers)
     batch = lc.LlamaBatch(512)
     tokens = model.tokenize(prompt)
-    batch.add_sequence(tokens, 0, 0)
-    ctx.decode(batch)
-    ctx.perf_reset()
-    out: list[int] = []
-    pos = len(tokens)
-    t0 = time.perf_counter()
-    for i in range(n):
-        token = read(ctx)
-        if model.is_eog(token):
-            break
-        out.append(token)
-        if i == n - 1:
-            break
+    rates: list[float] = []
+    for run in range(repeat):
+        ctx.clear()
+        for sampler in (samplers or {}).values():
+            sampler.reset()
         batch.clear()
-        batch.add(token, pos, (0,), True)
+        batch.add_sequence(tokens, 0, 0)
         ctx.decode(batch)
-        pos += 1
-    gen_s = time.perf_counter() - t0
+        ctx.perf_reset()
+        out: list[int] = []
+        pos = len(tokens)
+        t0 = time.perf_counter()
+        for i in range(n):
+            token = read(ctx)
+            if model.is_eog(token):
+                break
+            out.append(token)
+            if i == n - 1:
+                break
+            batch.clear()
+            batch.add(token, pos, (0,), True)
+            ctx.decode(batch)
+            pos += 1
+        gen_s = time.perf_counter() - t0
+        if run > 0 or repeat == 1:
+            rates.append(len(out) / gen_s)
     decode_ms = ctx.perf().t_eval_ms
     ctx.close()
     return {
         "tokens": out,
         "gen_ms": gen_s * 1e3,
-        "tokens_per_s": len(out) / gen_s,
+        "tokens_per_s": sum(rates) / len(rates),
         "overhead_us": (gen_s * 1e3 - decode_ms) / max(1, len(out)) * 1e3,
     }
 
 
-def greedy(model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int) -> dict[str, Any]:
+def tg(
+    model: lc.LlamaModel,
+    n: int,
+    threads: int,
+    read: Callable[[lc.LlamaContext], int],
+    *,
+    samplers: dict[int, lc.LlamaSampler] | None = None,
+    reps: int = 3,
+    n_ctx: int | None = None,
+) -> float:
+    """A real generation loop under llama-bench's tg conditions: n_ctx = n, one warm-up
+    token, then ``reps`` runs from an empty cache, each n single-token decodes from
+    position 0 with a sync per token, and the mean of their rates (avg_ts). Where
+    llama-bench feeds a random token, this loop feeds back the one ``read`` picks.
+    ``n_ctx`` other than n: the same loop in a larger context."""
+    ctx = _context(model, threads, n_ctx or n, samplers=samplers)
+    batch = lc.LlamaBatch(1)
+    start = model.token_bos if model.add_bos else 0
+    rates = []
+    for run in range(reps + 1):
+        ctx.clear(data=False)
+        for sampler in (samplers or {}).values():
+            sampler.reset()
+        token = start
+        t0 = time.perf_counter()
+        for pos in range(n if run else 1):  # run 0: llama-bench's one-token warm-up
+            batch.clear()
+            batch.add(token, pos, (0,), True)
+            ctx.decode(batch)
+            token = read(ctx)
+        if run:
+            rates.append(n / (time.perf_counter() - t0))
+    ctx.close()
+    return sum(rates) / len(rates)
+
+
+def greedy(
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, repeat: int = 1
+) -> dict[str, Any]:
     """The C++ loop's greedy generation, in Python: argmax over the logits."""
-    return _generate(model, prompt, n, threads, n_ctx, lambda logits: int(np.argmax(logits)))
+
+    def pick(logits: npt.NDArray[np.float32]) -> int:
+        return int(np.argmax(logits))
+
+    return _generate(model, prompt, n, threads, n_ctx, pick, repeat=repeat)
 
 
 def draw(logits: npt.NDArray[np.float32], rng: np.random.Generator) -> int:
@@ -95,7 +148,13 @@ def draw(logits: npt.NDArray[np.float32], rng: np.random.Generator) -> int:
 
 
 def numpy_sampling(
-    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+    model: lc.LlamaModel,
+    prompt: str,
+    n: int,
+    threads: int,
+    n_ctx: int,
+    seed: int,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """A custom sampling loop over raw logits: top-k 40, temperature 0.8, softmax, draw."""
     rng = np.random.default_rng(seed)
@@ -104,26 +163,36 @@ def numpy_sampling(
         top = np.argpartition(logits, -40)[-40:]
         return int(top[draw(logits[top], rng)])
 
-    return _generate(model, prompt, n, threads, n_ctx, pick)
+    return _generate(model, prompt, n, threads, n_ctx, pick, repeat=repeat)
+
+
+def sampled_token(ctx: lc.LlamaContext) -> int:
+    """The token sequence 0's backend chain sampled at the last decode."""
+    token = ctx.sampled_token(-1)
+    assert token is not None
+    return token
 
 
 def backend_greedy(
-    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int
+    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, repeat: int = 1
 ) -> dict[str, Any]:
-    """Greedy with the argmax in the graph (backend sampling): one token id comes back
-    per step instead of n_vocab logits."""
-    chain = lc.LlamaSampler.chain([lc.LlamaSampler.greedy()])
-
-    def read(ctx: lc.LlamaContext) -> int:
-        token = ctx.sampled_token(-1)
-        assert token is not None
-        return token
-
-    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
+    """Greedy with the argmax in the graph (backend sampling): with token_only, one token
+    id comes back per step instead of n_vocab logits."""
+    chain = lc.LlamaSampler.chain([lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only()])
+    return _generate(
+        model, prompt, n, threads, n_ctx, None, read=sampled_token, samplers={0: chain},
+        repeat=repeat,
+    )  # fmt: skip
 
 
 def backend_top_k_numpy(
-    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+    model: lc.LlamaModel,
+    prompt: str,
+    n: int,
+    threads: int,
+    n_ctx: int,
+    seed: int,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     """The NumPy top-k 40 / temperature 0.8 loop of :func:`numpy_sampling`, with the
     top-k made in the graph: Python sees 40 candidates a step, not the vocabulary."""
@@ -133,21 +202,37 @@ def backend_top_k_numpy(
     def read(ctx: lc.LlamaContext) -> int:
         return int(ctx.sampled_candidates(-1)[draw(ctx.sampled_logits(-1), rng)])
 
-    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
+    return _generate(
+        model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain}, repeat=repeat
+    )
 
 
 def backend_dist(
-    model: lc.LlamaModel, prompt: str, n: int, threads: int, n_ctx: int, seed: int
+    model: lc.LlamaModel,
+    prompt: str,
+    n: int,
+    threads: int,
+    n_ctx: int,
+    seed: int,
+    repeat: int = 1,
 ) -> dict[str, Any]:
-    """llama.cpp's top-k 40 / temp 0.8 / dist chain, all of it in the graph."""
+    """llama.cpp's top-k 40 / temp 0.8 / dist chain, all of it in the graph (the token
+    alone comes back: token_only)."""
     chain = lc.LlamaSampler.chain(
-        [lc.LlamaSampler.top_k(40), lc.LlamaSampler.temp(0.8), lc.LlamaSampler.dist(seed)]
+        [
+            lc.LlamaSampler.top_k(40),
+            lc.LlamaSampler.temp(0.8),
+            lc.LlamaSampler.dist(seed),
+            lc.LlamaSampler.token_only(),
+        ]
     )
 
     def read(ctx: lc.LlamaContext) -> int:
         return chain.sample(ctx, -1)
 
-    return _generate(model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain})
+    return _generate(
+        model, prompt, n, threads, n_ctx, None, read=read, samplers={0: chain}, repeat=repeat
+    )
 
 
 def prompt_processing(model: lc.LlamaModel, n_prompt: int, threads: int, reps: int = 3) -> float:

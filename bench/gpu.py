@@ -1,6 +1,6 @@
 """llama_cy on a GPU against llama.cpp's own programs on the same build, side by side.
 
-usage: python bench/gpu.py OUT_DIR [--rounds 3] [--work DIR] [--dry-run]
+usage: python bench/gpu.py OUT_DIR [--rounds 3] [--work DIR] [--dry-run] [--only TEXT ...]
 
 Every layer offloaded (``n_gpu_layers=-1``; ``-ngl 99`` for the C++ programs), rounds
 alternated A B A B, medians compared. Three generated models: an overhead-bound tiny
@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import llama_cy as lc
 from llama_cy import _cuda_packs
 
@@ -43,10 +45,16 @@ TOP_K = ["--sampler", "dist", "--seed", "1", "--top-k", "40", "--temp", "0.8"]
 
 
 class Bench:
-    def __init__(self, out: Path, work: Path, rounds: int, dry: bool) -> None:
+    def __init__(
+        self, out: Path, work: Path, rounds: int, dry: bool, only: Sequence[str] = ()
+    ) -> None:
         self.out, self.work, self.rounds, self.dry = out, work, rounds, dry
+        self.only = list(only)  # run only the rows whose name contains one of these
         self.bin = Path(os.environ["LCY_BIN"]) if os.environ.get("LCY_BIN") else None
         self.threads = 2 if dry else 4
+        # Each loop runs this often in one context, the first run a warm-up (both sides):
+        # a GPU captures its graphs on the first decodes, which a cold run would time.
+        self.repeat = 2 if dry else 4
         self.reference = Path()  # the C++ loop, compiled in run()
         self.results: dict[str, Any] = {
             "date": datetime.date.today().isoformat(),
@@ -56,6 +64,7 @@ class Bench:
             "python": platform.python_version(),
             "llama_cpp": lc.LLAMA_CPP_BUILD,
             "rows": [],
+            "repeat": self.repeat,
             "llama_bench_tg128": {},
         }
 
@@ -66,6 +75,8 @@ class Bench:
         self, name: str, ours: Callable[[], float], theirs: Callable[[], float], ref: str
     ) -> None:
         """Alternate ``ours`` and ``theirs`` (after one warm-up each); record the medians."""
+        if self.only and not any(o in name for o in self.only):
+            return
         a: list[float] = []
         b: list[float] = []
         entry: dict[str, Any] = {"name": name, "reference": ref, "ours": a, "theirs": b}
@@ -105,7 +116,7 @@ class Bench:
         cmd = [
             str(self.reference), "--lib-dir", lc.get_lib_dir(), "--model", str(model),
             "--prompt", PROMPT, "--n-predict", str(n), "--threads", str(self.threads),
-            "--ctx", "2048", "--ngl", "99", *extra,
+            "--ctx", "2048", "--ngl", "99", "--repeat", str(self.repeat), *extra,
         ]  # fmt: skip
         if _cuda_packs.selected is not None:  # a CUDA wheel: its plugin is in a pack
             cmd += ["--plugin", str(_cuda_packs.selected)]
@@ -146,24 +157,27 @@ class Bench:
         self.reference = build_reference(work / "loop")
         n = 16 if self.dry else 128
         th = self.threads
+        rp = self.repeat
         for name, path in models.items():
             model = lc.LlamaModel.load(path, n_gpu_layers=-1)
 
             def greedy(model: lc.LlamaModel = model) -> float:
-                return float(cases.greedy(model, PROMPT, n, th, 2048)["tokens_per_s"])
+                return float(cases.greedy(model, PROMPT, n, th, 2048, rp)["tokens_per_s"])
 
             def greedy_bs(model: lc.LlamaModel = model) -> float:
-                return float(cases.backend_greedy(model, PROMPT, n, th, 2048)["tokens_per_s"])
+                return float(cases.backend_greedy(model, PROMPT, n, th, 2048, rp)["tokens_per_s"])
 
             def top_k(model: lc.LlamaModel = model) -> float:
-                return float(cases.numpy_sampling(model, PROMPT, n, th, 2048, 1)["tokens_per_s"])
+                return float(
+                    cases.numpy_sampling(model, PROMPT, n, th, 2048, 1, rp)["tokens_per_s"]
+                )
 
             def top_k_bs(model: lc.LlamaModel = model) -> float:
-                r = cases.backend_top_k_numpy(model, PROMPT, n, th, 2048, 1)
+                r = cases.backend_top_k_numpy(model, PROMPT, n, th, 2048, 1, rp)
                 return float(r["tokens_per_s"])
 
             def dist_bs(model: lc.LlamaModel = model) -> float:
-                return float(cases.backend_dist(model, PROMPT, n, th, 2048, 1)["tokens_per_s"])
+                return float(cases.backend_dist(model, PROMPT, n, th, 2048, 1, rp)["tokens_per_s"])
 
             def cpp(extra: list[str], path: Path = path) -> Callable[[], float]:
                 return lambda: float(self.loop(path, n, extra)["tokens_per_s"])
@@ -180,10 +194,29 @@ class Bench:
                 cpp(["--backend-sampling"]),
                 "C++ loop, backend sampling",
             )
+
+            def tg_greedy(model: lc.LlamaModel = model) -> float:
+                return cases.tg(model, n, th, lambda ctx: int(np.argmax(ctx.logits(-1))))
+
+            def tg_greedy_bs(model: lc.LlamaModel = model) -> float:
+                chain = lc.LlamaSampler.chain(
+                    [lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only()]
+                )
+                return cases.tg(model, n, th, cases.sampled_token, samplers={0: chain})
+
+            tg_name = "llama-bench's tg conditions"
             self.row(
-                f"greedy, Python loop over logits | {name}", greedy, tg128, "llama-bench tg128"
+                f"greedy, Python loop over logits, {tg_name} | {name}",
+                tg_greedy,
+                tg128,
+                "llama-bench tg128",
             )
-            self.row(f"greedy, backend sampling | {name}", greedy_bs, tg128, "llama-bench tg128")
+            self.row(
+                f"greedy, backend sampling, {tg_name} | {name}",
+                tg_greedy_bs,
+                tg128,
+                "llama-bench tg128",
+            )
             chain = "C++ loop, llama.cpp top-k/temp/dist chain on the CPU"
             self.row(f"top-k 40, NumPy over all logits | {name}", top_k, cpp(TOP_K), chain)
             self.row(
@@ -241,7 +274,10 @@ def markdown(r: dict[str, Any]) -> str:
         "",
         f"- devices: {', '.join(r['devices'])}",
         f"- llama.cpp {r['llama_cpp']}, Python {r['python']}; command: `tools/gpu_check.sh run`",
-        f"- rounds alternated, medians; every layer offloaded; model preparation "
+        f"- rounds alternated, medians; every layer offloaded; each generation loop warm "
+        f"(both sides run it {r.get('repeat', 1)} times in one context and average all but "
+        "the first); the tg rows under llama-bench's conditions (n_ctx 128, one warm-up "
+        "token, 3 runs from position 0); model preparation "
         f"{r.get('prep_s', 0):.0f} s, whole bench {r.get('total_s', 0):.0f} s",
         "",
         "| comparison | model | reference | llama_cy | reference | ratio |",
@@ -266,11 +302,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", type=Path, help="where the generated models go")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument(
+        "--only", action="append", default=[], help="run only rows whose name contains this"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dry_run:
         args.rounds = 1
-    Bench(args.out, args.work or args.out / "models", args.rounds, args.dry_run).run()
+    Bench(args.out, args.work or args.out / "models", args.rounds, args.dry_run, args.only).run()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 import numpy as np
 
 from cpython.ref cimport Py_INCREF, Py_DECREF
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memmove, memset, strcmp
@@ -40,6 +40,29 @@ cdef extern from "llama.h" nogil:
         const llama_token *trigger_tokens, size_t num_trigger_tokens) except +
 
 # A greedy-only chain's pick, with llama.cpp's greedy answer (see the header).
+# token_only and llama.cpp's greedy with a split argmax on devices (see the header).
+cdef extern from "_backend_samplers.h" nogil:
+    c.llama_sampler *llama_cy_token_only_init()
+    c.llama_sampler *llama_cy_split_greedy_init()
+    const c.llama_sampler_i *llama_cy_token_only_iface "&llama_cy_token_only_i"
+    int64_t llama_cy_split_greedy_min
+    bint llama_cy_split_greedy_on_host
+    int64_t llama_cy_split_greedy_built
+
+
+def _split_greedy_setup(int64_t min_logits, bint on_host):
+    """Tests: split rows of at least ``min_logits``, on the host too; the old setup."""
+    global llama_cy_split_greedy_min, llama_cy_split_greedy_on_host
+    old = (llama_cy_split_greedy_min, bool(llama_cy_split_greedy_on_host))
+    llama_cy_split_greedy_min, llama_cy_split_greedy_on_host = min_logits, on_host
+    return old
+
+
+def _split_greedy_built():
+    """Tests: how many split-greedy graphs have been built in this process."""
+    return llama_cy_split_greedy_built
+
+
 cdef extern from "_argmax.h" nogil:
     int32_t _argmax "llama_cy_argmax"(const float *x, int32_t n)
 
@@ -543,6 +566,10 @@ cdef class LlamaSampler(Handle):
             if s._n_vocab and n_vocab and s._n_vocab != n_vocab:
                 raise ValueError("the samplers were made for vocabularies of different sizes")
             n_vocab = n_vocab or s._n_vocab
+        # greedy alone, or followed by token_only (a no-op on the CPU)
+        cdef bint greedy_only = (
+            1 <= len(members) <= 2 and (<LlamaSampler>members[0])._greedy_only
+            and (len(members) == 1 or _is_token_only(<LlamaSampler>members[1])))
         cdef c.llama_sampler_chain_params p = c.llama_sampler_chain_default_params()
         p.no_perf = no_perf
         cdef c.llama_sampler *chain = c.llama_sampler_chain_init(p)
@@ -556,7 +583,7 @@ cdef class LlamaSampler(Handle):
             s._free()
         result = _wrap(chain, python, n_vocab)
         result._has_grammar = has_grammar
-        result._greedy_only = len(members) == 1 and (<LlamaSampler>members[0])._greedy_only
+        result._greedy_only = greedy_only
         result._is_chain = True
         return result
 
@@ -579,10 +606,28 @@ cdef class LlamaSampler(Handle):
 
     @staticmethod
     def greedy():
-        """Always the most likely token (the first one on ties)."""
-        cdef LlamaSampler s = _wrap(c.llama_sampler_init_greedy())
+        """Always the most likely token (the first one on ties).
+
+        llama.cpp's greedy sampler; attached to a context on a device, a row of 100,000
+        logits or more is searched in two steps (see ``_backend_samplers.h``).
+        """
+        cdef LlamaSampler s = _wrap(llama_cy_split_greedy_init())
         s._greedy_only = True
         return s
+
+    @staticmethod
+    def token_only():
+        """Last in a backend chain (``LlamaContext(samplers=...)``, ``set_sampler``): once
+        the chain has picked a token in the graph, only the token comes back to the host.
+
+        llama.cpp otherwise also copies what the chain's last stage left: a greedy chain
+        the whole row of logits (n_vocab floats a token), a dist chain the
+        probabilities. With it, ``sampled_logits``/``sampled_probs``/
+        ``sampled_candidates`` of a picked row raise IndexError. A chain whose backend
+        stages pick no token keeps its candidates; on the CPU it does nothing. A
+        llama_cy sampler: llama.cpp has none like it.
+        """
+        return _wrap(llama_cy_token_only_init())
 
     @staticmethod
     def dist(uint32_t seed=c.LLAMA_DEFAULT_SEED):
@@ -783,6 +828,10 @@ cdef bint _grammar_allows(c.llama_sampler *smpl, llama_token token) except -1:
     cur_p.sorted = False
     _apply_checked(smpl, &cur_p)
     return cur_p.size == 1 and one.logit != -INFINITY
+
+
+cdef bint _is_token_only(LlamaSampler s) noexcept:
+    return s.ptr != NULL and s.ptr.iface == llama_cy_token_only_iface
 
 
 # ---- backend sampling: chains attached to a context (llama_set_sampler) -------------

@@ -330,6 +330,10 @@ def build_sampler(
         else:
             chain.append(LlamaSampler.temp(p.temperature))
         chain.append(LlamaSampler.dist(seed))
+    # Attached to the context (backend sampling), the chain's pick comes back without the
+    # row of logits or probabilities llama.cpp would copy beside it; nothing here reads
+    # them (n_probs keeps a job on the CPU chain). On the CPU it does nothing.
+    chain.append(LlamaSampler.token_only())
     grammar = None
     if p.grammar is not None:
         g = p.grammar if isinstance(p.grammar, LlamaGrammar) else LlamaGrammar(p.grammar)

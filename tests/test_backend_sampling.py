@@ -7,7 +7,7 @@ llama.cpp runs them on the CPU backend too, so these run in every build; offload
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +15,10 @@ import pytest
 from offload import LOGITS_TOL
 from serving import Server
 from test_hazards import hazard
+from tiny_model import write_tiny_llama
 
 import llama_cy as lc
+from llama_cy import _sampler
 from llama_cy.errors import ClosedError, LlamaError
 
 PROMPT = "Once upon a time"
@@ -150,6 +152,108 @@ def test_stages_the_backend_lacks_finish_on_the_cpu(tiny: lc.LlamaModel) -> None
 
     assert generate(tiny, pick, samplers={0: mixed}) == want
     assert set(seen) == {20}
+
+
+def test_token_only_brings_back_the_token_alone(tiny: lc.LlamaModel) -> None:
+    """A greedy chain in the graph leaves the whole row of logits beside its token, and
+    llama.cpp copies it back; token_only drops it (and a dist chain's probabilities):
+    the same tokens, nothing else on the host."""
+    want = generate(tiny, lambda ctx: int(np.argmax(ctx.logits(-1))))
+    full = chain(lc.LlamaSampler.greedy())
+    lean = chain(lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only())
+    rows: list[int] = []
+
+    def pick_full(ctx: lc.LlamaContext) -> int:
+        rows.append(len(ctx.sampled_logits(-1)))
+        return ctx.sampled_token(-1)  # type: ignore[return-value]
+
+    def pick_lean(ctx: lc.LlamaContext) -> int:
+        for view in (ctx.sampled_logits, ctx.sampled_probs, ctx.sampled_candidates):
+            with pytest.raises(IndexError, match="backend-sampled"):
+                view(-1)
+        return lean.sample(ctx, -1)
+
+    assert generate(tiny, pick_full, samplers={0: full}) == want
+    assert set(rows) == {tiny.n_vocab}  # what token_only saves: a row of logits a token
+    assert generate(tiny, pick_lean, samplers={0: lean}) == want
+
+    def make(*tail: lc.LlamaSampler) -> lc.LlamaSampler:
+        return chain(lc.LlamaSampler.temp(0.8), lc.LlamaSampler.dist(7), *tail)
+
+    seeded = make()
+    probs: list[int] = []
+
+    def pick_seeded(ctx: lc.LlamaContext) -> int:
+        probs.append(len(ctx.sampled_probs(-1)))
+        return seeded.sample(ctx, -1)
+
+    drawn = generate(tiny, pick_seeded, samplers={0: seeded})
+    assert set(probs) == {tiny.n_vocab}
+    lean_seeded = make(lc.LlamaSampler.token_only())
+    assert generate(tiny, lambda c: lean_seeded.sample(c, -1), samplers={0: lean_seeded}) == drawn
+    assert len(set(drawn)) > 3
+
+
+def test_token_only_without_a_pick_or_off_the_graph_changes_nothing(tiny: lc.LlamaModel) -> None:
+    """Before a pick (top-k alone in the graph) the candidates still come back; on the CPU,
+    and cloned, a chain ending in token_only samples as the chain without it."""
+    k = chain(lc.LlamaSampler.top_k(5), lc.LlamaSampler.token_only())
+    ctx = lc.LlamaContext(tiny, n_ctx=128, n_batch=32, n_threads=2, samplers={0: k})
+    b = lc.LlamaBatch(32)
+    b.add_sequence(tiny.tokenize(PROMPT), 0, 0)
+    ctx.decode(b)
+    assert ctx.sampled_token(-1) is None
+    assert len(ctx.sampled_candidates(-1)) == len(ctx.sampled_logits(-1)) == 5
+    ctx.close()
+    want = generate(tiny, lambda ctx: int(np.argmax(ctx.logits(-1))))
+    lean = chain(lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only())
+    assert generate(tiny, lambda ctx: lean.sample(ctx, -1)) == want
+    twin = lean.clone()
+    assert generate(tiny, lambda ctx: twin.sample(ctx, -1), samplers={0: twin}) == want
+
+
+@pytest.fixture
+def split_on_host() -> Iterator[None]:
+    """Greedy's split argmax (a device's, for large vocabularies) on the CPU backend, for
+    rows of 1,000 logits and more: the tiny model's 32,000 become 160 rows of 200."""
+    old = _sampler._split_greedy_setup(1000, True)
+    yield
+    _sampler._split_greedy_setup(*old)
+
+
+def test_split_greedy_picks_the_argmax(tiny: lc.LlamaModel, split_on_host: None) -> None:
+    want = generate(tiny, lambda ctx: int(np.argmax(ctx.logits(-1))))
+    built = _sampler._split_greedy_built()
+    for tail in ([], [lc.LlamaSampler.token_only()]):
+        g = chain(lc.LlamaSampler.greedy(), *tail)
+        assert generate(tiny, lambda ctx, g=g: g.sample(ctx, -1), samplers={0: g}) == want
+        assert _sampler._split_greedy_built() > built  # the split graph ran
+        built = _sampler._split_greedy_built()
+    twin = chain(lc.LlamaSampler.greedy()).clone()
+    assert generate(tiny, lambda ctx: ctx.sampled_token(-1), samplers={0: twin}) == want
+
+
+def test_split_greedy_on_a_large_vocabulary(model_cache: Path, llama_cpp_source: Path) -> None:
+    """Qwen 2's 151,936 logits, at the size the split starts by default (128 rows of
+    1,187), let onto the host: the argmax's tokens. On the host it is off by default."""
+    path = model_cache / "tiny-llama-qwen2-v1.gguf"
+    if not path.is_file():
+        write_tiny_llama(path.with_suffix(".partial"), vocab="qwen2").replace(path)
+    model = lc.LlamaModel.load(path)
+    assert model.n_vocab == 151936
+    want = generate(model, lambda ctx: int(np.argmax(ctx.logits(-1))))
+    built = _sampler._split_greedy_built()
+    g = chain(lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only())
+    assert generate(model, lambda ctx: g.sample(ctx, -1), samplers={0: g}) == want
+    assert _sampler._split_greedy_built() == built  # host buffers keep llama.cpp's graph
+    old = _sampler._split_greedy_setup(100000, True)
+    try:
+        g = chain(lc.LlamaSampler.greedy(), lc.LlamaSampler.token_only())
+        assert generate(model, lambda ctx: g.sample(ctx, -1), samplers={0: g}) == want
+    finally:
+        _sampler._split_greedy_setup(*old)
+    assert _sampler._split_greedy_built() > built
+    model.close()
 
 
 # ---- the candidate views ----------------------------------------------------------------

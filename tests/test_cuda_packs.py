@@ -119,6 +119,9 @@ def test_select(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="llama_cy")
+    # select() records its choice in the module: what the import chose is put back after
+    # (test_a_wheel_install_on_a_gpu_runs_its_pack reads it).
+    monkeypatch.setattr(_cuda_packs, "selected", _cuda_packs.selected)
     own = tmp_path / "llama_cy" / "libggml-cuda.so"
     site = tmp_path / "site"
     site.mkdir()

@@ -17,7 +17,8 @@
 #   .json (bench/gpu.py: three generated models against the C++ loop, llama-bench and
 #   llama-batched-bench), suite.txt and junit.xml (the suite's tests that need no Gemma,
 #   every layer offloaded, for what time is left), and <date>-gpu-<card>.md to commit
-#   under bench/results/. Time limits: TESTS_S (120), BENCH_S (240), SUITE_S (100).
+#   under bench/results/. Time limits: TESTS_S (120), BENCH_S (240), SUITE_S (100);
+#   BENCH_ONLY="greedy top-k": only the bench rows whose names contain one of these words.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -95,7 +96,7 @@ run() {
   cat "$OUT/tests.txt"
   if [[ $steps == *" bench "* ]]; then
     timeout "${BENCH_S:-240}" $PY bench/gpu.py "$OUT/bench" --work /tmp/lcy-models \
-      --rounds "${ROUNDS:-3}" 2>&1 | grep -v "^llama\|^load\|^print_info" | tail -60 > "$OUT/bench.log"
+      --rounds "${ROUNDS:-3}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) 2>&1 | grep -v "^llama\|^load\|^print_info" | tail -60 > "$OUT/bench.log"
     [ -f "$OUT/bench/gpu.md" ] || $PY -c "import sys, json; sys.path.insert(0, 'bench'); import gpu; \
 print(gpu.markdown(json.load(open('$OUT/bench/gpu.json'))))" > "$OUT/bench/gpu.md"  # a partial run
     cp "$OUT/bench/gpu.md" "$OUT/$(date +%F)-gpu-$CARD.md"

@@ -11,6 +11,7 @@
 //              [--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] [--warmup]
 //              [--sampler greedy | --sampler dist [--seed S] [--top-k K] [--temp X]]
 //              [--backend-sampling]   (the chain runs in the graph: llama_set_sampler)
+//              [--repeat R]   (R runs in one context, the first untimed: a warm loop's rate)
 //   --plugin: one more backend plugin, outside DIR (a CUDA wheel's, from its pack)
 //
 // Output: one JSON object on stdout; errors go to stderr with a non-zero exit status
@@ -47,6 +48,7 @@ struct Options {
     bool verbose = false;
     bool backend_sampling = false;  // attach the chain to sequence 0 (llama_set_sampler)
     bool warmup = false;  // decode the prompt once untimed first (as llama.cpp's tools warm up)
+    int repeat = 1;       // runs of prompt + generation; with more than one, the first is a warm-up
     std::string sampler = "greedy";
     uint32_t seed = 0;  // fixed by default: LLAMA_DEFAULT_SEED would pick a random one
     int top_k = 40;
@@ -59,7 +61,7 @@ struct Options {
                  "usage: llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N "
                  "[--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] "
                  "[--sampler greedy | --sampler dist --seed S --top-k K --temp X] "
-                 "[--backend-sampling]\n");
+                 "[--backend-sampling] [--repeat R]\n");
     std::exit(2);
 }
 
@@ -130,6 +132,8 @@ Options parse_args(int argc, char ** argv) {
             if (o.sampler != "greedy" && o.sampler != "dist") {
                 usage_error("--sampler must be 'greedy' or 'dist'");
             }
+        } else if (flag == "--repeat") {
+            o.repeat = (int) parse_int("--repeat", v, 1, 1000);
         } else if (flag == "--seed") {
             o.seed = (uint32_t) parse_int("--seed", v, 0, UINT32_MAX);
         } else if (flag == "--top-k") {
@@ -348,36 +352,50 @@ int run(const Options & o) {
         llama_memory_clear(llama_get_memory(ctx.get()), true);
     }
 
-    const auto t_prompt = clock::now();
-    int32_t rc = llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), need));
-    if (rc != 0) {
-        return fail("llama_decode failed on the prompt (code " + std::to_string(rc) + ")");
-    }
-    const double prompt_ms = ms_since(t_prompt);
-
     // gen_ms: each step samples from the last logits, then decodes the new token so the
     // next step has logits. The final token is not decoded (nothing would read its
     // logits), so N tokens cost N samples and N-1 decodes; an end-of-generation token
-    // costs one extra sample and is neither kept nor decoded.
+    // costs one extra sample and is neither kept nor decoded. With --repeat R the whole
+    // run repeats in the same context (memory cleared, chain reset): the first run warms
+    // the backend (a GPU's captured graphs), the others are timed and their rates averaged.
     std::vector<llama_token> out;
-    std::string text;
-    std::vector<char> piece(64);
-    const auto t_gen = clock::now();
-    for (int i = 0; i < o.n_predict; ++i) {
-        llama_token tok = llama_sampler_sample(smpl.get(), ctx.get(), -1);
-        if (llama_vocab_is_eog(vocab, tok)) {
-            break;
+    double prompt_ms = 0.0;
+    double gen_ms = 0.0;
+    double rate_sum = 0.0;
+    for (int run = 0; run < o.repeat; ++run) {
+        if (run > 0) {
+            llama_memory_clear(llama_get_memory(ctx.get()), true);
+            llama_sampler_reset(smpl.get());
         }
-        out.push_back(tok);
-        if (i + 1 < o.n_predict) {
-            rc = llama_decode(ctx.get(), llama_batch_get_one(&tok, 1));
-            if (rc != 0) {
-                return fail("llama_decode failed at generated token " + std::to_string(i) +
-                            " (code " + std::to_string(rc) + ")");
+        out.clear();
+        const auto t_prompt = clock::now();
+        int32_t rc = llama_decode(ctx.get(), llama_batch_get_one(prompt.data(), need));
+        if (rc != 0) {
+            return fail("llama_decode failed on the prompt (code " + std::to_string(rc) + ")");
+        }
+        prompt_ms = ms_since(t_prompt);
+        const auto t_gen = clock::now();
+        for (int i = 0; i < o.n_predict; ++i) {
+            llama_token tok = llama_sampler_sample(smpl.get(), ctx.get(), -1);
+            if (llama_vocab_is_eog(vocab, tok)) {
+                break;
+            }
+            out.push_back(tok);
+            if (i + 1 < o.n_predict) {
+                rc = llama_decode(ctx.get(), llama_batch_get_one(&tok, 1));
+                if (rc != 0) {
+                    return fail("llama_decode failed at generated token " + std::to_string(i) +
+                                " (code " + std::to_string(rc) + ")");
+                }
             }
         }
+        gen_ms = ms_since(t_gen);
+        if (run > 0 || o.repeat == 1) {
+            rate_sum += gen_ms > 0.0 ? (double) out.size() * 1000.0 / gen_ms : 0.0;
+        }
     }
-    const double gen_ms = ms_since(t_gen);
+    std::string text;
+    std::vector<char> piece(64);
     if (o.backend_sampling) {
         llama_set_sampler(ctx.get(), 0, nullptr);  // the chain is freed before the context
     }
@@ -405,7 +423,7 @@ int run(const Options & o) {
     }
 
     const size_t n_gen = out.size();
-    const double tps = gen_ms > 0.0 ? (double) n_gen * 1000.0 / gen_ms : 0.0;
+    const double tps = rate_sum / (o.repeat > 1 ? o.repeat - 1 : 1);
     std::printf(
         "{\"prompt_tokens\": %s, \"tokens\": %s, \"text\": %s, \"text_hex\": \"%s\", "
         "\"load_ms\": %.3f, \"prompt_ms\": %.3f, \"gen_ms\": %.3f, \"n_gen\": %zu, "
