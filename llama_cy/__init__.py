@@ -50,7 +50,18 @@ from llama_cy.errors import LlamaError
 from llama_cy.perf import ContextPerf, SamplerPerf
 
 # isort: split
-from llama_cy.chat_handlers import Llava15ChatHandler, MtmdChatHandler
+from llama_cy.chat_handlers import (
+    Gemma4ChatHandler,
+    Llama3VisionAlphaChatHandler,
+    Llava15ChatHandler,
+    Llava16ChatHandler,
+    MiniCPMv26ChatHandler,
+    MoondreamChatHandler,
+    MtmdChatHandler,
+    NanoLlavaChatHandler,
+    ObsidianChatHandler,
+    Qwen25VLChatHandler,
+)
 from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
 from llama_cy.llama import Llama
 from llama_cy.sampling import LlamaGrammar, SamplingParams
@@ -78,9 +89,11 @@ __all__ = [
     "ContextPerf",
     "CpuParams",
     "Device",
+    "Gemma4ChatHandler",
     "InputChunk",
     "InputChunks",
     "Llama",
+    "Llama3VisionAlphaChatHandler",
     "LlamaBatch",
     "LlamaContext",
     "LlamaError",
@@ -90,9 +103,15 @@ __all__ = [
     "LlamaSampler",
     "LlamaVocab",
     "Llava15ChatHandler",
+    "Llava16ChatHandler",
     "LoraAdapter",
+    "MiniCPMv26ChatHandler",
+    "MoondreamChatHandler",
     "MtmdChatHandler",
     "MtmdContext",
+    "NanoLlavaChatHandler",
+    "ObsidianChatHandler",
+    "Qwen25VLChatHandler",
     "SamplerPerf",
     "SamplingParams",
     "Speculator",

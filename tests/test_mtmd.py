@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -332,7 +333,7 @@ def test_llama_chat_with_an_image_equals_llama_cpps_greedy_tokens(
     marked, _bitmaps = llava.preparer.split_media(llava.chat_handler.prepare(messages))  # type: ignore[union-attr]
     prompt = llava.apply_chat_template(marked)
     assert prompt.startswith("A chat between a curious human")
-    assert f"\nUSER: {lc._mtmd.default_marker()}What is in this picture?\nASSISTANT: " in prompt
+    assert f"USER: {lc._mtmd.default_marker()}What is in this picture?ASSISTANT: " in prompt
     ref = run_mtmd_reference(
         reference, tiny_model_path, vision_path, prompt, [IMAGE], tmp_path / "r", n_predict=6
     )
@@ -440,6 +441,41 @@ def test_llama_media_sources_and_refusals(llava: lc.Llama, tiny_model_path: Path
         pytest.raises(MediaError, match="projector"),
     ):
         plain.create_chat_completion(image_message("x", IMAGE.as_uri()), chat_template_kwargs={})
+
+
+LCP_FIXTURES = json.loads(
+    (Path(__file__).parent / "data" / "lcp_chat_formats.json").read_text(encoding="utf-8")
+)
+
+
+def with_image(messages: object, old: str, new: str) -> object:
+    """``messages`` with the fixture's image URL replaced by a loadable one."""
+    return json.loads(json.dumps(messages).replace(old, new))
+
+
+@pytest.mark.parametrize("name", sorted(LCP_FIXTURES["handlers"]))
+def test_vision_handlers_render_llama_cpp_pythons_prompts(
+    name: str, tiny_model_path: Path, vision_path: Path
+) -> None:
+    """Each llama-cpp-python vision handler, under its name in llama_cy and in
+    llama_cpp.llama_chat_format, renders the prompt llama-cpp-python's own gives libmtmd
+    (tools/lcp_chat_fixtures.py) for chats with and without images, over several turns,
+    quirks included (LLaVA-1.5's second ``USER: ``, Qwen2.5-VL's final line)."""
+    from llama_cpp import llama_chat_format
+
+    cls = getattr(lc, name)
+    assert getattr(llama_chat_format, name) is cls
+    handler = cls(clip_model_path=str(vision_path))
+    with lc.Llama(str(tiny_model_path), chat_handler=handler, n_ctx=512, n_threads=2) as llm:
+        for messages, want in zip(
+            LCP_FIXTURES["handler_conversations"], LCP_FIXTURES["handlers"][name], strict=True
+        ):
+            messages = with_image(
+                messages, LCP_FIXTURES["handler_image"], data_uri(IMAGE, "image/jpeg")
+            )
+            marked, bitmaps = llm.preparer.split_media(handler.prepare(messages))
+            assert llm.apply_chat_template(marked) == want
+            assert len(bitmaps) == want.count(lc._mtmd.default_marker())
 
 
 def test_llama_mmproj_argument_checks(tiny_model_path: Path, vision_path: Path) -> None:

@@ -3,7 +3,12 @@
 usage: <python with llama-cpp-python installed> tools/lcp_chat_fixtures.py
 
 Each named chat format of llama-cpp-python renders a few conversations; the test suite
-checks that llama_cpp (compat/) renders the same text and stops.
+checks that llama_cpp (compat/) renders the same text and stops. Its vision chat handlers
+render theirs as their ``__call__`` does before it tokenizes: the default system message
+where the chat's first one is empty or missing, the handler's ``CHAT_FORMAT`` in Jinja's
+sandbox with ``trim_blocks`` and ``lstrip_blocks``, then each image URL replaced by
+libmtmd's marker (``<__media__>``); ``bos_token``/``eos_token`` are ``<s>``/``</s>``.
+llama_cy's handlers (llama_cy.chat_handlers) must give the same text.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import json
 from pathlib import Path
 
 import llama_cpp
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from llama_cpp import llama_chat_format
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "lcp_chat_formats.json"
@@ -33,6 +39,49 @@ CONVERSATIONS = [
 ]
 
 
+HANDLERS = [
+    "Llava15ChatHandler", "Llava16ChatHandler", "ObsidianChatHandler", "MoondreamChatHandler",
+    "NanoLlavaChatHandler", "Llama3VisionAlphaChatHandler", "MiniCPMv26ChatHandler",
+    "Qwen25VLChatHandler",
+]  # fmt: skip
+IMAGE = "https://example.com/cat.png"  # the tests put a real image in its place
+HANDLER_CONVERSATIONS = [
+    [{"role": "user", "content": "Hi"}],
+    [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": IMAGE}},
+            ],
+        }
+    ],
+    [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": IMAGE},
+                {"type": "text", "text": "Describe it."},
+            ],
+        },
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": "And its colour?"},
+    ],
+]
+
+
+def render_handler(cls: type, messages: list[dict[str, object]]) -> str:
+    """The prompt text ``cls.__call__`` hands to libmtmd (before tokenizing)."""
+    if llama_chat_format._get_system_message(messages) == "" and cls.DEFAULT_SYSTEM_MESSAGE:
+        messages = [{"role": "system", "content": cls.DEFAULT_SYSTEM_MESSAGE}, *messages]
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    text = env.from_string(cls.CHAT_FORMAT).render(
+        messages=messages, add_generation_prompt=True, eos_token="</s>", bos_token="<s>"
+    )
+    return text.replace(IMAGE, "<__media__>")
+
+
 def main() -> None:
     out = {"llama_cpp_python": llama_cpp.__version__, "conversations": CONVERSATIONS, "formats": {}}
     for name in FORMATS:
@@ -51,6 +100,12 @@ def main() -> None:
             r = fn(messages=messages)
             rendered.append({"prompt": r.prompt, "stop": r.stop, "added_special": r.added_special})
         out["formats"][name] = rendered
+    out["handler_image"] = IMAGE
+    out["handler_conversations"] = HANDLER_CONVERSATIONS
+    out["handlers"] = {
+        name: [render_handler(getattr(llama_chat_format, name), m) for m in HANDLER_CONVERSATIONS]
+        for name in HANDLERS
+    }
     OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
 

@@ -15,20 +15,28 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from llama_cy.chat_handlers import Llava15ChatHandler as _Llava15
-from llama_cy.chat_handlers import MtmdChatHandler as _Mtmd
+from llama_cy import chat_handlers as _handlers
 
 from . import llama_types
 
 __all__ = [
     "ChatFormatter",
     "ChatFormatterResponse",
+    "Gemma4ChatHandler",
     "Jinja2ChatFormatter",
+    "Llama3VisionAlpha",
+    "Llama3VisionAlphaChatHandler",
     "LlamaChatCompletionHandler",
     "LlamaChatCompletionHandlerNotFoundException",
     "LlamaChatCompletionHandlerRegistry",
     "Llava15ChatHandler",
+    "Llava16ChatHandler",
     "MTMDChatHandler",
+    "MiniCPMv26ChatHandler",
+    "MoondreamChatHandler",
+    "NanoLlavaChatHandler",
+    "ObsidianChatHandler",
+    "Qwen25VLChatHandler",
     "chat_formatter_to_chat_completion_handler",
     "get_chat_completion_handler",
     "guess_chat_format_from_gguf_metadata",
@@ -794,5 +802,15 @@ def format_saiga(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
 
 # ---- vision handlers under llama-cpp-python's names ----------------------------------------
 
-MTMDChatHandler = _Mtmd
-Llava15ChatHandler = _Llava15
+# llama-cpp-python's vision handlers, each rendering its format (llama_cy.chat_handlers).
+MTMDChatHandler = _handlers.MtmdChatHandler
+Llava15ChatHandler = _handlers.Llava15ChatHandler
+Llava16ChatHandler = _handlers.Llava16ChatHandler
+ObsidianChatHandler = _handlers.ObsidianChatHandler
+MoondreamChatHandler = _handlers.MoondreamChatHandler
+NanoLlavaChatHandler = _handlers.NanoLlavaChatHandler
+Llama3VisionAlphaChatHandler = _handlers.Llama3VisionAlphaChatHandler
+Llama3VisionAlpha = Llama3VisionAlphaChatHandler  # its alias there
+MiniCPMv26ChatHandler = _handlers.MiniCPMv26ChatHandler
+Qwen25VLChatHandler = _handlers.Qwen25VLChatHandler
+Gemma4ChatHandler = _handlers.Gemma4ChatHandler
