@@ -23,6 +23,7 @@ cimport cython
 
 from libc.stdint cimport int32_t, uint32_t
 from libc.stddef cimport size_t
+from libc.string cimport memcpy
 
 from llama_cy._c cimport llama as c
 from llama_cy._c cimport mtmd as m
@@ -377,14 +378,17 @@ cdef class MtmdContext(ViewOwner):
     ``use_gpu`` offloads the projector to the first GPU (llama-server's
     ``--mmproj-offload``), or to ``device`` (a :class:`~llama_cy.Device`, its
     ``--mmproj-device``); ``image_min_tokens``/``image_max_tokens`` bound the tokens
-    an image becomes, for projectors with dynamic resolution (-1: the file's own).
-    One thread at a time encodes; others wait.
+    an image becomes, for projectors with dynamic resolution (-1: the file's own);
+    ``batch_max_tokens`` bounds the output tokens of one :meth:`encode_batch`
+    (llama-server's ``--mtmd-batch-max-tokens``; a batch takes its first chunk whatever
+    its size, so 0 or less is one chunk a batch). One thread at a time encodes; others
+    wait.
     """
 
     def __cinit__(self, LlamaModel model not None, path, *, bint use_gpu=True,
                   n_threads=None, int image_min_tokens=-1, int image_max_tokens=-1,
                   flash_attn=None, bint warmup=True, bint print_timings=False,
-                  Device device=None):
+                  Device device=None, int batch_max_tokens=1024):
         self.ptr = NULL
         model._ensure_alive()
         if not os.path.isfile(path):
@@ -408,6 +412,7 @@ cdef class MtmdContext(ViewOwner):
         params.warmup = warmup
         params.image_min_tokens = image_min_tokens
         params.image_max_tokens = image_max_tokens
+        params.batch_max_tokens = batch_max_tokens
         if flash_attn is not None:
             params.flash_attn_type = (c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                       else c.LLAMA_FLASH_ATTN_TYPE_DISABLED)
@@ -570,6 +575,61 @@ cdef class MtmdContext(ViewOwner):
         if rc != 0:
             raise MediaError(f"the projector failed to encode the {chunk.type} ({rc})")
         return m.mtmd_get_output_embd(self.ptr)
+
+    def encode_batch(self, chunks):
+        """Encode ``chunks[0]`` and as many of the media chunks after it as libmtmd takes
+        into one batch (``mtmd_batch``: up to ``batch_max_tokens`` output tokens, the
+        first chunk whatever its size; chunks it cannot batch together end it), in one
+        projector run, as llama-server encodes a prompt's images. Returns a
+        ``(n_tokens, n_embd)`` float32 array (a copy) for each chunk encoded, in order:
+        :meth:`eval_chunk`'s ``embd``."""
+        self._ensure_alive()
+        chunks = list(chunks)
+        if not chunks:
+            raise ValueError("no chunk to encode")
+        cdef InputChunk chunk
+        for chunk in chunks:
+            self._check_media(chunk)
+        cdef m.mtmd_batch *b = NULL
+        cdef int32_t rc = 0
+        cdef const float *embd
+        cdef float[:, ::1] out
+        taken = []
+        arrays = []
+        self._enter()
+        try:
+            with self._lock:
+                b = m.mtmd_batch_init(self.ptr)
+                if b == NULL:
+                    raise MemoryError("mtmd_batch_init failed")
+                try:
+                    for chunk in chunks:
+                        rc = m.mtmd_batch_add_chunk(b, chunk.ptr)
+                        if rc != 0:  # 2: full; 3: not batchable with the others
+                            if not taken:
+                                raise MediaError(f"libmtmd could not batch the {chunk.type} ({rc})")
+                            break
+                        taken.append(chunk)
+                    with nogil:
+                        rc = m.mtmd_batch_encode(b)
+                    self.n_encodes += 1
+                    if rc != 0:
+                        raise MediaError(f"the projector failed to encode a batch of {len(taken)} "
+                                         f"media chunks ({rc})")
+                    for chunk in taken:
+                        embd = m.mtmd_batch_get_output_embd(b, chunk.ptr)
+                        if embd == NULL:
+                            raise MediaError("libmtmd kept no embeddings for a batched chunk")
+                        arr = np.empty((m.mtmd_input_chunk_get_n_tokens(chunk.ptr), self.n_embd),
+                                       dtype=np.float32)
+                        out = arr
+                        memcpy(&out[0, 0], embd, out.shape[0] * out.shape[1] * sizeof(float))
+                        arrays.append(arr)
+                finally:
+                    m.mtmd_batch_free(b)
+        finally:
+            self._release()
+        return arrays
 
     def eval_chunk(self, LlamaContext ctx not None, InputChunk chunk not None, int n_past,
                    int seq_id=0, *, bint logits_last=False, embd=None):

@@ -25,7 +25,6 @@ batch per step from all of them.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import time
@@ -38,13 +37,13 @@ import numpy.typing as npt
 
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
-from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
 from llama_cy.checkpoints import Checkpoints
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
+from llama_cy.prompt_media import Media, media_token
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
 from llama_cy.streaming import CompletionOutput, preserved_tokens
 
@@ -66,69 +65,6 @@ _log = logging.getLogger("llama_cy")
 
 #: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
 StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]
-
-
-def media_token(chunk_id: str) -> int:
-    """The stand-in token of every position of a media chunk in a :class:`Job`'s tokens
-    and a sequence's cache: negative (never a vocabulary id) and derived from the
-    media's content id, so that a cached prefix holding the same image compares equal,
-    token by token, and another image of the same size does not."""
-    return -2 - int.from_bytes(hashlib.blake2b(chunk_id.encode(), digest_size=7).digest(), "little")
-
-
-@dataclass(frozen=True, slots=True)
-class Media:
-    """The images and clips of a job's prompt: ``spans`` maps the index in the job's
-    tokens where a media chunk starts to the chunk (its positions hold
-    :func:`media_token` of its id); ``chunks`` (the tokenized prompt) keeps them alive."""
-
-    mctx: MtmdContext
-    chunks: InputChunks
-    spans: dict[int, InputChunk]
-
-    @classmethod
-    def from_chunks(cls, mctx: MtmdContext, chunks: InputChunks) -> tuple[list[int], Media]:
-        """The job's tokens for a tokenized prompt, and its media."""
-        tokens: list[int] = []
-        spans: dict[int, InputChunk] = {}
-        for chunk in chunks:
-            if chunk.type == "text":
-                tokens.extend(chunk.tokens.tolist())
-                continue
-            if chunk.n_pos != chunk.n_tokens:
-                # The core keeps a token's position equal to its index in the cache.
-                raise ValueError(
-                    "this projector gives M-RoPE positions (Qwen-VL style), which the "
-                    "generation core does not handle yet: use MtmdContext.eval_chunks"
-                )
-            spans[len(tokens)] = chunk
-            tokens.extend([media_token(chunk.id or "")] * chunk.n_tokens)
-        if not tokens or tokens[-1] < 0:
-            raise ValueError("a prompt must end with text after its last image or clip")
-        return tokens, cls(mctx, chunks, spans)
-
-    def detokenize(self, tokens: list[int], unparse_special: bool = True) -> str:
-        """The text of a job's ``tokens``, each image or clip shown as the media marker."""
-        model = self.mctx.model
-        parts: list[str] = []
-        i = 0
-        for start in sorted(self.spans):
-            parts.append(model.detokenize(tokens[i:start], unparse_special=unparse_special))
-            parts.append(self.mctx.marker)
-            i = start + self.spans[start].n_tokens
-        parts.append(model.detokenize(tokens[i:], unparse_special=unparse_special))
-        return "".join(parts)
-
-    def start_of(self, i: int) -> int:
-        """Where the media chunk holding token ``i`` starts (``i`` if none does)."""
-        for start, chunk in self.spans.items():
-            if start < i < start + chunk.n_tokens:
-                return start
-        return i
-
-    def next_start(self, i: int) -> int | None:
-        """The first media chunk starting at or after ``i``."""
-        return min((s for s in self.spans if s >= i), default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,8 +249,13 @@ class KVSequence:
         n = min(n, len(prompt) - 1)
         if job.media is not None:
             n = job.media.start_of(n)  # an image is kept whole or decoded again whole
+            first = job.media.first_mrope
+            if first is not None and self.checkpoints.enabled:
+                # Checkpoints (SWA, recurrent state) count positions as indices: keep
+                # only what precedes the first M-RoPE image, where they are the same.
+                n = min(n, first)
         if n < len(self.cache):
-            n = self._cut(n)
+            n = self._cut(n, job)
         chain, grammar = samplers
         if job.params.uses_history:
             for t in prompt:
@@ -407,7 +348,7 @@ class KVSequence:
             self.token,
             self.id,
             n_max=n,
-            pos=len(self.cache),
+            pos=self._pos(len(self.cache)),
             temp=job.params.temperature,
             seed=seed,
         )
@@ -425,7 +366,7 @@ class KVSequence:
         tokens added."""
         self.i_batch = -1
         if self.token >= 0:
-            pos = len(self.cache)
+            pos = self._pos(len(self.cache))
             self.i_batch = batch.n_tokens
             batch.add(self.token, pos, self.id, True)
             self.rows = [self.i_batch]
@@ -446,7 +387,8 @@ class KVSequence:
                 # One image or clip a step, decoded on its own (mtmd-helper's embedding
                 # batches) before this step's batch: other sequences wait one encode.
                 chunk_m = media.spans[start]
-                media.mctx.eval_chunk(self.ctx, chunk_m, start, self.id)
+                embd = media.embeddings(start)
+                media.mctx.eval_chunk(self.ctx, chunk_m, media.pos(start), self.id, embd=embd)
                 self.cache.extend(job.tokens[start : start + chunk_m.n_tokens])
                 start = len(self.cache)
                 left = len(job.tokens) - start
@@ -462,7 +404,7 @@ class KVSequence:
             self.checkpoints.before_chunk(start, end, len(job.tokens), id(job))
         chunk = job.tokens[start:end]
         last = start + len(chunk) == len(job.tokens)
-        batch.add_sequence(chunk, start, self.id, logits_last=last)
+        batch.add_sequence(chunk, self._pos(start), self.id, logits_last=last)
         if last:
             self.i_batch = batch.n_tokens - 1
         self._added = chunk
@@ -511,11 +453,20 @@ class KVSequence:
         finally:
             batch.close()
 
-    def _cut(self, n: int) -> int:
+    def _pos(self, i: int, job: Job | None = None) -> int:
+        """The position of cache index ``i`` under ``job`` (the running one if None):
+        the index, unless the job's M-RoPE media take fewer positions than tokens."""
+        job = job if job is not None else self.job
+        media = job.media if job is not None else None
+        return i if media is None else media.pos(i)
+
+    def _cut(self, n: int, job: Job | None = None) -> int:
         """Keep the first ``n`` cached tokens, in the context and the draft context; all
-        are dropped where a suffix cannot be (recurrent models). The tokens kept."""
+        are dropped where a suffix cannot be (recurrent models). The tokens kept. The
+        cut is at ``n``'s position under ``job`` (the running one if None), whose
+        prompt holds the kept tokens."""
         spec = self.spec
-        if not self.ctx.seq_rm(self.id, n, -1):
+        if not self.ctx.seq_rm(self.id, self._pos(n, job), -1):
             self.ctx.seq_rm(self.id, -1, -1)
             n = 0
         if spec is not None and not spec.seq_rm(self.id, n, -1):

@@ -16,6 +16,7 @@ from tiny_model import (
     LLAMA_CPP,
     write_tiny_bert,
     write_tiny_gemma3_projector,
+    write_tiny_internvl_projector,
     write_tiny_llama,
     write_tiny_llava_projector,
     write_tiny_ultravox_projector,
@@ -74,6 +75,13 @@ def _projector(model_cache: Path, name: str, write: Callable[[Path], Path]) -> P
 def vision_path(model_cache: Path) -> Path:
     """A tiny LLaVA-1.5 projector for the tiny llama (16 tokens an image)."""
     return _projector(model_cache, "tiny-llava-mmproj", write_tiny_llava_projector)
+
+
+@pytest.fixture(scope="session")
+def internvl_path(model_cache: Path) -> Path:
+    """A tiny InternVL projector for the tiny llama (one 4-token tile an image; its
+    images are encoded several at a time)."""
+    return _projector(model_cache, "tiny-internvl-mmproj", write_tiny_internvl_projector)
 
 
 @pytest.fixture(scope="session")

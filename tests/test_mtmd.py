@@ -121,6 +121,41 @@ def test_cached_embeddings_decode_as_a_fresh_encode(
     np.testing.assert_array_equal(logits[0], logits[1])
 
 
+def test_a_batch_encodes_a_prompts_images_at_once(
+    tiny: lc.LlamaModel, vision: lc.MtmdContext, internvl_path: Path
+) -> None:
+    """encode_batch (libmtmd's mtmd_batch, as llama-server encodes a prompt's images)
+    gives each image the embeddings of its own encode, in one projector run, up to
+    batch_max_tokens (the first image always in). Only some projectors batch: InternVL
+    does, LLaVA encodes one image a run."""
+    pixels = np.array(lc.Bitmap.from_file(vision, IMAGE).data)
+    with lc.MtmdContext(tiny, internvl_path, n_threads=2, warmup=False) as mctx:
+        bitmaps = [mctx.bitmap(IMAGE), lc.Bitmap.from_array(pixels[::2, ::2].copy())]
+        chunks = mctx.tokenize(f"a {mctx.marker} b {mctx.marker} c", bitmaps)
+        media = [c for c in chunks if c.type == "image"]
+        assert len(media) >= 2
+        assert {c.n_tokens for c in media} == {4}
+        alone = [np.array(mctx.encode(c)) for c in media]
+        before = mctx.n_encodes
+        together = mctx.encode_batch(media)
+        assert mctx.n_encodes == before + 1
+        assert len(together) == len(media)
+        for x, y in zip(alone, together, strict=True):
+            assert y.shape == x.shape == (4, tiny.n_embd)
+            np.testing.assert_allclose(y, x, rtol=0, atol=LOGITS_TOL)
+        assert len(mctx.encode_batch(media[1:])) == len(media) - 1
+        with pytest.raises(ValueError, match="no chunk"):
+            mctx.encode_batch([])
+        with pytest.raises(ValueError, match="text chunk"):
+            mctx.encode_batch([chunks[0]])
+    for limit, n in ((4, 1), (8, 2), (0, 1)):
+        with lc.MtmdContext(tiny, internvl_path, batch_max_tokens=limit, warmup=False) as small:
+            chunks = small.tokenize(f"{small.marker}{small.marker}.", bitmaps)
+            assert len(small.encode_batch([c for c in chunks if c.type == "image"])) == n, limit
+    chunks = vision.tokenize(f"{vision.marker}{vision.marker}.", [vision.bitmap(IMAGE)] * 2)
+    assert len(vision.encode_batch([c for c in chunks if c.type == "image"])) == 1
+
+
 def test_bitmaps_from_bytes_array_and_audio(vision: lc.MtmdContext, audio: lc.MtmdContext) -> None:
     from_file = lc.Bitmap.from_file(vision, IMAGE)
     from_bytes = lc.Bitmap.from_bytes(vision, IMAGE.read_bytes())
@@ -513,6 +548,45 @@ def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[st
         input=stdin,
         timeout=300,
     )
+
+
+def test_a_chats_images_are_encoded_in_one_batch(
+    tiny_model_path: Path, internvl_path: Path
+) -> None:
+    """Two images in one message, with a projector that batches: one projector run
+    (llama-server's batching), and the reply equals the one where each image was
+    encoded on its own, as llama.cpp's mtmd-cli does."""
+    url = data_uri(IMAGE, "image/jpeg")
+    with lc.Llama(str(tiny_model_path), mmproj=str(internvl_path), n_ctx=1024, n_threads=2) as llm:
+        mctx = llm.mtmd
+        assert mctx is not None
+        pixels = np.array(lc.Bitmap.from_file(mctx, IMAGE).data)[::2, ::2].copy()
+        ppm = io.BytesIO()
+        _write_ppm(ppm, pixels)
+        other = "data:image/x-portable-pixmap;base64," + base64.b64encode(ppm.getvalue()).decode()
+        messages = [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": url}},
+                    {"type": "image_url", "image_url": {"url": other}},
+                    {"type": "text", "text": "Compare them."},
+                ],
+            }
+        ]
+        before = mctx.n_encodes
+        job = llm.preparer.chat(messages, temperature=0.0, max_tokens=6)
+        out = lc.completion.join_chunks(llm.generate(job))
+        assert mctx.n_encodes == before + 1
+        marked, bitmaps = llm.preparer.split_media(messages)
+        chunks = mctx.tokenize(llm.apply_chat_template(marked), bitmaps)
+        assert [c.type for c in chunks].count("image") >= 2
+        ctx = lc.LlamaContext(llm.model, n_ctx=512, n_threads=2)
+        n_past = 0
+        for chunk in chunks:  # one image at a time, as llama.cpp's mtmd-cli
+            n_past = mctx.eval_chunk(ctx, chunk, n_past, logits_last=True)
+        assert _greedy(ctx, llm.model, n_past, 6) == out.tokens
+        ctx.close()
 
 
 def test_cli_run_with_images_and_audio_equals_the_library(

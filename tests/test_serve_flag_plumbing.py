@@ -72,6 +72,7 @@ CASES: list[tuple[list[str], Get, Any]] = [
     (["--no-mmproj-offload"], lambda s: s.mmproj_offload, False),
     (["--image-min-tokens", "64"], lambda s: s.image_min_tokens, 64),
     (["--image-max-tokens", "256"], lambda s: s.image_max_tokens, 256),
+    (["--mtmd-batch-max-tokens", "64"], lambda s: s.mtmd_batch_max_tokens, 64),
     (["--tools-runtime", "ssh:box"], lambda s: s.tools_runtime, "ssh:box"),
     (["--timeout", "5"], lambda s: s.timeout, 5.0),
     (["--sse-ping-interval", "3"], lambda s: s.sse_ping_interval, 3.0),

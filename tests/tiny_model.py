@@ -64,15 +64,21 @@ def write_tiny_llama(
     output: Callable[[int, int], npt.NDArray[np.float32]] | None = None,
     n_expert: int = 0,
     n_expert_used: int = 2,
+    arch: str = "llama",
+    rope_sections: Sequence[int] = (),
 ) -> Path:
     """Write a llama-architecture model with random float32 weights to ``path``
     (``fim``: with fill-in-the-middle tokens, appended to the vocabulary; ``output``:
     makes the output projection from ``(n_vocab, n_embd)``, to shape the logits;
-    ``n_expert``: a Mixtral-style MoE, ``n_expert_used`` experts per token)."""
+    ``n_expert``: a Mixtral-style MoE, ``n_expert_used`` experts per token). ``arch``
+    ``qwen2vl`` is the same network with M-RoPE: ``rope_sections`` split each head's
+    rotary pairs between a token's time, height and width positions."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_name(f"tiny-llama-{vocab}")
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(f"tiny-{arch}-{vocab}")
+    if rope_sections:
+        writer.add_array(f"{arch}.rope.dimension_sections", list(rope_sections))
     fim_tokens = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>") if fim else ()
     n_vocab = _copy_tokenizer(reader, writer, [*extra_tokens, *fim_tokens])
     for i, key in enumerate(("fim_pre", "fim_suf", "fim_mid") if fim else ()):
@@ -428,6 +434,85 @@ def write_tiny_gemma3_projector(
     writer.add_tensor("mm.soft_emb_norm.weight", np.ones(n_embd, dtype=np.float32))
     # (n_embd, n_embd_text): clip.cpp transposes it before the product
     writer.add_tensor("mm.input_projection.weight", weight(n_embd, n_embd_text))
+    _finish(writer)
+    return path
+
+
+def write_tiny_qwen2vl_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 64,
+    patch_size: int = 8,
+    n_embd: int = 64,
+    n_ff: int = 96,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_mm: int = 96,
+    seed: int = 17,
+) -> Path:
+    """A Qwen2-VL projector (clip.cpp's ``qwen2vl_merger`` type) with random weights, for
+    a ``qwen2vl`` text model: two patch convolutions added, ViT blocks with 2-D M-RoPE,
+    and a GELU MLP over each 2x2 block of patches. Images keep their aspect (rounded to
+    ``2 * patch_size``): one token per 2x2 patches, positions ``max(rows, columns)``."""
+    writer, rng = _writer_rng(path, "tiny-qwen2vl-mmproj", seed)
+    weight = _weights(rng)
+    _vision_header(
+        writer, "qwen2vl_merger", 4 * patch_size, patch_size, n_embd, n_ff, n_embd_text,
+        n_layer, n_head,
+    )  # fmt: skip
+    writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
+    writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
+    conv = (n_embd, 3, patch_size, patch_size)
+    writer.add_tensor("v.patch_embd.weight", weight(*conv).astype(np.float16))
+    writer.add_tensor("v.patch_embd.weight.1", weight(*conv).astype(np.float16))
+    _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
+    writer.add_tensor("v.post_ln.weight", np.ones(n_embd, dtype=np.float32))
+    writer.add_tensor("v.post_ln.bias", np.zeros(n_embd, dtype=np.float32))
+    writer.add_tensor("mm.0.weight", weight(n_mm, 4 * n_embd))
+    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
+    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
+    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _finish(writer)
+    return path
+
+
+def write_tiny_internvl_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 64,
+    image_size: int = 32,
+    patch_size: int = 8,
+    n_embd: int = 48,
+    n_ff: int = 96,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_mm: int = 96,
+    seed: int = 19,
+) -> Path:
+    """An InternVL projector (clip.cpp's ``internvl`` type) with random weights: a ViT
+    with a class token, a 2x2 pixel shuffle and a layer-normed GELU MLP. Every image is
+    one tile of ``(image_size / patch_size / 2)**2`` tokens; clip.cpp encodes several
+    such images in one run (``mtmd_batch``), which the LLaVA projector cannot."""
+    writer, rng = _writer_rng(path, "tiny-internvl-mmproj", seed)
+    weight = _weights(rng)
+    _vision_header(
+        writer, "internvl", image_size, patch_size, n_embd, n_ff, n_embd_text, n_layer, n_head
+    )
+    writer.add_array("clip.vision.image_mean", [0.485, 0.456, 0.406])
+    writer.add_array("clip.vision.image_std", [0.229, 0.224, 0.225])
+    writer.add_uint32("clip.vision.projector.scale_factor", 2)
+    writer.add_uint32("clip.vision.preproc_min_tiles", 1)
+    writer.add_uint32("clip.vision.preproc_max_tiles", 1)
+    n_patches = _patch_embd(writer, weight, image_size, patch_size, n_embd)
+    writer.add_tensor("v.class_embd", weight(n_embd))
+    writer.add_tensor("v.position_embd.weight", weight(n_patches + 1, n_embd))
+    _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
+    writer.add_tensor("mm.model.mlp.0.weight", np.ones(4 * n_embd, dtype=np.float32))
+    writer.add_tensor("mm.model.mlp.0.bias", np.zeros(4 * n_embd, dtype=np.float32))
+    writer.add_tensor("mm.model.mlp.1.weight", weight(n_mm, 4 * n_embd))
+    writer.add_tensor("mm.model.mlp.1.bias", weight(n_mm) * np.float32(0.1))
+    writer.add_tensor("mm.model.mlp.3.weight", weight(n_embd_text, n_mm))
+    writer.add_tensor("mm.model.mlp.3.bias", weight(n_embd_text) * np.float32(0.1))
     _finish(writer)
     return path
 

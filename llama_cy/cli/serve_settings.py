@@ -357,5 +357,6 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         mmproj_device=_mmproj_device(args.mmproj_device),
         image_min_tokens=args.image_min_tokens,
         image_max_tokens=args.image_max_tokens,
+        mtmd_batch_max_tokens=args.mtmd_batch_max_tokens,
         media_path=args.media_path,
     )

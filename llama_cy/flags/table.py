@@ -41,10 +41,7 @@ RPC = frozenset({"rpc-server"})
 #: Every subcommand that takes flags.
 COMMANDS = LOAD | INFO | QUANTIZE | RPC
 
-_MTMD = (
-    "video input and batched image encoding (mtmd_batch) are not built here: images are "
-    "encoded one at a time"
-)
+_MTMD = "video input (mtmd_helper_video_*, ffmpeg) is not built here"
 _DRAFT_CPU = (
     "llama-server b11434 gives the draft model's context the target's CPU placement "
     "(common_base_params_to_speculative copies it), so this changes nothing there either"
@@ -443,8 +440,10 @@ FLAGS: tuple[Flag, ...] = (
        env="LLAMA_ARG_IMAGE_MAX_TOKENS",
        help="most tokens an image becomes (dynamic-resolution projectors)",
        commands=GENERATE | SERVE),
-    refused("--mtmd-batch-max-tokens", "mtmd_batch_max_tokens", "N", _MTMD,
-            env="LLAMA_ARG_MTMD_BATCH_MAX_TOKENS"),
+    used("--mtmd-batch-max-tokens", "mtmd_batch_max_tokens", "N", type=int, default=1024,
+         env="LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",
+         help="most image tokens encoded in one projector batch (default: 1024)",
+         commands=SERVE),
     refused("--video-fps", "video_fps", "N", _MTMD, env="LLAMA_ARG_VIDEO_FPS"),
     refused("--video-timestamp-interval", "video_timestamp_interval", "N", _MTMD,
             env="LLAMA_ARG_VIDEO_TIMESTAMP_INTERVAL"),

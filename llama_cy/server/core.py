@@ -127,6 +127,7 @@ class Server:
                 **mmproj_device(settings),
                 image_min_tokens=settings.image_min_tokens,
                 image_max_tokens=settings.image_max_tokens,
+                batch_max_tokens=settings.mtmd_batch_max_tokens,
             )
             self.preparer.mtmd = self.mtmd
             self.preparer.media_source = MediaSource(media_path=settings.media_path)

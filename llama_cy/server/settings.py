@@ -139,6 +139,7 @@ class ServerSettings:
     mmproj_device: str | None = _flag("mmproj_device")  #: -mmdev: a device name, or "none"
     image_min_tokens: int = _flag("image_min_tokens")
     image_max_tokens: int = _flag("image_max_tokens")
+    mtmd_batch_max_tokens: int = _flag("mtmd_batch_max_tokens")
     media_path: str | None = _flag(
         "media_path"
     )  #: --media-path: the folder file:// URLs are read under
