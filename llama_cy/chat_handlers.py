@@ -260,10 +260,8 @@ class MiniCPMv26ChatHandler(Llava15ChatHandler):
 
 class Qwen25VLChatHandler(Llava15ChatHandler):
     """Qwen2.5-VL: ChatML with the parts in their order, and the closing
-    ``<|im_start|>assistant`` without its newline, as llama-cpp-python renders it.
-
-    The prompt renders; running it needs M-RoPE positions, which this release refuses.
-    """
+    ``<|im_start|>assistant`` without its newline, as llama-cpp-python renders it. Its
+    projector's M-RoPE positions run in the generation core."""
 
     def user_content(self, content: Any) -> Any:
         return content  # the parts in their own order
