@@ -2,14 +2,14 @@
 row and column position; the image as a whole takes ``max(rows, columns)``), and the
 text after it follows on from there. Checked against llama.cpp's own evaluation
 (``reference/mtmd_ref.cpp``: mtmd-helper's calls) through the building blocks, ``Llama``
-and the server, with a tiny ``qwen2vl`` text model and a tiny ``qwen2vl_merger``
-projector written by the tests.
+and the server, with tiny ``qwen2vl`` and ``qwen3vl`` text models and their projectors
+(``qwen2vl_merger``; ``qwen3vl_merger`` with deepstack features) written by the tests.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import child
@@ -21,28 +21,47 @@ from offload import LOGITS_TOL
 from serving import Server
 from test_mtmd import IMAGE, _greedy, _write_ppm, data_uri, image_message
 from test_server_mtmd import CHAT_TEMPLATE
-from tiny_model import write_tiny_llama, write_tiny_qwen2vl_projector
+from tiny_model import (
+    write_tiny_llama,
+    write_tiny_qwen2vl_projector,
+    write_tiny_qwen3vl_projector,
+)
 
 import llama_cy as lc
 from llama_cy.generation import common_prefix
 
+#: the text model's architecture, its M-RoPE rope type, and how to write the pair
+FAMILIES: dict[str, tuple[str, int, Callable[[Path], Path]]] = {
+    "qwen2vl": ("mrope", 0, write_tiny_qwen2vl_projector),
+    "qwen3vl": ("imrope", 1, write_tiny_qwen3vl_projector),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request: pytest.FixtureRequest) -> str:
+    """Qwen2-VL (M-RoPE) and Qwen3-VL (interleaved M-RoPE, deepstack features)."""
+    return str(request.param)
+
 
 @pytest.fixture(scope="module")
-def qwen_path(model_cache: Path) -> Path:
-    """A 2-layer ``qwen2vl`` text model (M-RoPE sections 2, 3, 3 of 8 rotary pairs)."""
-    path = model_cache / "tiny-qwen2vl-v1.gguf"
+def qwen_path(model_cache: Path, family: str) -> Path:
+    """A 2-layer text model of ``family`` (M-RoPE sections 2, 3, 3 of 8 rotary pairs)."""
+    path = model_cache / f"tiny-{family}-v1.gguf"
     if not path.is_file():
         partial = path.with_suffix(".partial")
-        write_tiny_llama(partial, arch="qwen2vl", rope_sections=(2, 3, 3, 0), seed=5)
+        deepstack = FAMILIES[family][1]
+        write_tiny_llama(
+            partial, arch=family, rope_sections=(2, 3, 3, 0), seed=5, deepstack=deepstack
+        )
         partial.replace(path)
     return path
 
 
 @pytest.fixture(scope="module")
-def projector(model_cache: Path) -> Path:
-    path = model_cache / "tiny-qwen2vl-mmproj-v1.gguf"
+def projector(model_cache: Path, family: str) -> Path:
+    path = model_cache / f"tiny-{family}-mmproj-v1.gguf"
     if not path.is_file():
-        write_tiny_qwen2vl_projector(path.with_suffix(".partial")).replace(path)
+        FAMILIES[family][2](path.with_suffix(".partial")).replace(path)
     return path
 
 
@@ -53,11 +72,11 @@ def qwen(qwen_path: Path) -> Iterator[lc.LlamaModel]:
 
 
 @pytest.fixture(scope="module")
-def picture(model_cache: Path, qwen: lc.LlamaModel, projector: Path) -> Path:
+def picture(model_cache: Path, tiny: lc.LlamaModel, vision_path: Path) -> Path:
     """llama.cpp's test image at 80x61: 20 tokens over 5 positions (5x4 merged patches)."""
     path = model_cache / "test-1-80x61.ppm"
     if not path.is_file():
-        with lc.MtmdContext(qwen, projector, warmup=False) as mctx:
+        with lc.MtmdContext(tiny, vision_path, warmup=False) as mctx:
             pixels = np.array(lc.Bitmap.from_file(mctx, IMAGE).data)[::8, ::8].copy()
         buf = io.BytesIO()
         _write_ppm(buf, pixels)
@@ -71,6 +90,7 @@ def reference(model_cache: Path) -> Path:
 
 
 def test_building_blocks_equal_llama_cpps(
+    family: str,
     qwen: lc.LlamaModel,
     qwen_path: Path,
     projector: Path,
@@ -82,7 +102,8 @@ def test_building_blocks_equal_llama_cpps(
     ref = run_mtmd_reference(reference, qwen_path, projector, prompt, [picture], tmp_path / "r")
     with lc.MtmdContext(qwen, projector, n_threads=2) as mctx:
         assert mctx.uses_mrope
-        assert qwen.rope_type == "mrope"
+        assert qwen.rope_type == FAMILIES[family][0]
+        assert mctx.n_embd == qwen.n_embd * (2 if family == "qwen3vl" else 1)
         chunks = mctx.tokenize(prompt, [mctx.bitmap(picture)])
         image = chunks[1]
         assert (image.type, image.n_tokens, image.n_pos) == ("image", 20, 5)
@@ -150,7 +171,12 @@ def test_llama_chat_equals_llama_cpps_and_reuses_the_image(
 
 
 def test_server_with_the_openai_client(
-    qwen_path: Path, projector: Path, picture: Path, reference: Path, tmp_path: Path
+    qwen: lc.LlamaModel,
+    qwen_path: Path,
+    projector: Path,
+    picture: Path,
+    reference: Path,
+    tmp_path: Path,
 ) -> None:
     """``llama-cy serve --mmproj`` with a Qwen-VL projector: the reply is llama.cpp's, and
     a second question about the image decodes only what follows the cached prefix."""
@@ -178,8 +204,8 @@ def test_server_with_the_openai_client(
                 temperature=0.0,
                 max_tokens=6,
             )
-            status, _, detok = server.request("POST", "/detokenize", {"tokens": ref["tokens"]})
-            assert reply.choices[0].message.content == detok["content"]
+            pieces = b"".join(qwen.token_to_piece(t) for t in ref["tokens"])
+            assert reply.choices[0].message.content == pieces.decode()
             assert reply.usage is not None
             # usage counts tokens, as llama-server's: the image's 20, not its 5 positions
             assert reply.usage.prompt_tokens == ref["n_tokens"] - len(ref["tokens"]) + 15

@@ -66,19 +66,24 @@ def write_tiny_llama(
     n_expert_used: int = 2,
     arch: str = "llama",
     rope_sections: Sequence[int] = (),
+    deepstack: int = 0,
 ) -> Path:
     """Write a llama-architecture model with random float32 weights to ``path``
     (``fim``: with fill-in-the-middle tokens, appended to the vocabulary; ``output``:
     makes the output projection from ``(n_vocab, n_embd)``, to shape the logits;
     ``n_expert``: a Mixtral-style MoE, ``n_expert_used`` experts per token). ``arch``
     ``qwen2vl`` is the same network with M-RoPE: ``rope_sections`` split each head's
-    rotary pairs between a token's time, height and width positions."""
+    rotary pairs between a token's time, height and width positions; ``qwen3vl`` adds
+    Q/K norms, interleaved M-RoPE and ``deepstack`` layers that take an image's extra
+    features (its embeddings are ``(1 + deepstack) * n_embd`` wide)."""
     rng = np.random.default_rng(seed)
     reader = gguf.GGUFReader(vocab_file(vocab))
     writer = gguf.GGUFWriter(str(path), arch)
     writer.add_name(f"tiny-{arch}-{vocab}")
     if rope_sections:
         writer.add_array(f"{arch}.rope.dimension_sections", list(rope_sections))
+    if arch == "qwen3vl":
+        writer.add_uint32(f"{arch}.n_deepstack_layers", deepstack)
     fim_tokens = ("<fim_prefix>", "<fim_suffix>", "<fim_middle>") if fim else ()
     n_vocab = _copy_tokenizer(reader, writer, [*extra_tokens, *fim_tokens])
     for i, key in enumerate(("fim_pre", "fim_suf", "fim_mid") if fim else ()):
@@ -115,6 +120,9 @@ def write_tiny_llama(
         writer.add_tensor(f"blk.{i}.attn_k.weight", weight(n_head_kv * head_dim, n_embd))
         writer.add_tensor(f"blk.{i}.attn_v.weight", weight(n_head_kv * head_dim, n_embd))
         writer.add_tensor(f"blk.{i}.attn_output.weight", weight(n_embd, n_embd))
+        if arch == "qwen3vl":
+            writer.add_tensor(f"blk.{i}.attn_q_norm.weight", np.ones(head_dim, dtype=np.float32))
+            writer.add_tensor(f"blk.{i}.attn_k_norm.weight", np.ones(head_dim, dtype=np.float32))
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", ones)
         if n_expert:
             writer.add_tensor(f"blk.{i}.ffn_gate_inp.weight", weight(n_expert, n_embd))
@@ -468,6 +476,68 @@ def write_tiny_qwen2vl_projector(
     _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
     writer.add_tensor("v.post_ln.weight", np.ones(n_embd, dtype=np.float32))
     writer.add_tensor("v.post_ln.bias", np.zeros(n_embd, dtype=np.float32))
+    writer.add_tensor("mm.0.weight", weight(n_mm, 4 * n_embd))
+    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
+    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
+    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _finish(writer)
+    return path
+
+
+def write_tiny_qwen3vl_projector(
+    path: Path,
+    *,
+    n_embd_text: int = 64,
+    patch_size: int = 8,
+    n_embd: int = 64,
+    n_ff: int = 96,
+    n_layer: int = 2,
+    n_head: int = 4,
+    n_mm: int = 96,
+    deepstack: Sequence[int] = (0,),
+    seed: int = 23,
+) -> Path:
+    """A Qwen3-VL projector (clip.cpp's ``qwen3vl_merger`` type) with random weights: as
+    Qwen2-VL's, with a patch bias, learned position embeddings (4x4, interpolated),
+    fused QKV, and the ``deepstack`` blocks' merged features appended to each token's
+    embedding (``(1 + len(deepstack)) * n_embd_text`` wide), for a ``qwen3vl`` model."""
+    writer, rng = _writer_rng(path, "tiny-qwen3vl-mmproj", seed)
+    weight = _weights(rng)
+    _vision_header(
+        writer, "qwen3vl_merger", 4 * patch_size, patch_size, n_embd, n_ff, n_embd_text,
+        n_layer, n_head,
+    )  # fmt: skip
+    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    conv = (n_embd, 3, patch_size, patch_size)
+    writer.add_tensor("v.patch_embd.weight", weight(*conv).astype(np.float16))
+    writer.add_tensor("v.patch_embd.weight.1", weight(*conv).astype(np.float16))
+    writer.add_tensor("v.patch_embd.bias", weight(n_embd) * np.float32(0.1))
+    writer.add_tensor("v.position_embd.weight", weight(16, n_embd))
+    ones, zeros = np.ones(n_embd, dtype=np.float32), np.zeros(n_embd, dtype=np.float32)
+    for i in range(n_layer):
+        b = f"v.blk.{i}"
+        writer.add_tensor(f"{b}.attn_qkv.weight", weight(3 * n_embd, n_embd))
+        writer.add_tensor(f"{b}.attn_qkv.bias", weight(3 * n_embd) * np.float32(0.1))
+        writer.add_tensor(f"{b}.attn_out.weight", weight(n_embd, n_embd))
+        writer.add_tensor(f"{b}.attn_out.bias", weight(n_embd) * np.float32(0.1))
+        for norm in ("ln1", "ln2"):
+            writer.add_tensor(f"{b}.{norm}.weight", ones)
+            writer.add_tensor(f"{b}.{norm}.bias", zeros)
+        writer.add_tensor(f"{b}.ffn_up.weight", weight(n_ff, n_embd))
+        writer.add_tensor(f"{b}.ffn_up.bias", weight(n_ff) * np.float32(0.1))
+        writer.add_tensor(f"{b}.ffn_down.weight", weight(n_embd, n_ff))
+        writer.add_tensor(f"{b}.ffn_down.bias", weight(n_embd) * np.float32(0.1))
+        if i in deepstack:
+            d = f"v.deepstack.{i}"
+            writer.add_tensor(f"{d}.norm.weight", np.ones(4 * n_embd, dtype=np.float32))
+            writer.add_tensor(f"{d}.norm.bias", np.zeros(4 * n_embd, dtype=np.float32))
+            writer.add_tensor(f"{d}.fc1.weight", weight(n_mm, 4 * n_embd))
+            writer.add_tensor(f"{d}.fc1.bias", weight(n_mm) * np.float32(0.1))
+            writer.add_tensor(f"{d}.fc2.weight", weight(n_embd_text, n_mm))
+            writer.add_tensor(f"{d}.fc2.bias", weight(n_embd_text) * np.float32(0.1))
+    writer.add_tensor("v.post_ln.weight", ones)
+    writer.add_tensor("v.post_ln.bias", zeros)
     writer.add_tensor("mm.0.weight", weight(n_mm, 4 * n_embd))
     writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
     writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
