@@ -1,4 +1,5 @@
 from llama_cy._c cimport mtmd as m
+from llama_cy._c cimport mtmd_helper as mh
 from llama_cy._context cimport LlamaContext
 from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
@@ -7,6 +8,9 @@ from llama_cy._view cimport ViewOwner
 
 cdef class Bitmap(ViewOwner):
     cdef m.mtmd_bitmap *ptr
+    # A video's frame reader (ffmpeg), read by the one tokenize the video goes through.
+    cdef mh.mtmd_helper_video *video
+    cdef bint _read
 
     @staticmethod
     cdef Bitmap _wrap(m.mtmd_bitmap *ptr, object id)
@@ -33,6 +37,7 @@ cdef class MtmdContext(ViewOwner):
     cdef readonly object path
     cdef readonly bint vision
     cdef readonly bint audio
+    cdef readonly bint video
     cdef readonly int audio_sample_rate
     cdef readonly bint uses_mrope
     cdef readonly int n_embd
@@ -41,7 +46,12 @@ cdef class MtmdContext(ViewOwner):
     # libmtmd's context encodes for one caller at a time.
     cdef object _lock
 
-    cdef m.mtmd_bitmap *_decode(self, const unsigned char *buf, size_t n) except NULL
+    # How videos are read (llama-server's --video-fps, --video-timestamp-interval,
+    # --video-ffmpeg-dir); the folder's bytes outlive the pointer to them.
+    cdef mh.mtmd_helper_init_opt _opt
+    cdef bytes _ffmpeg_dir
+
+    cdef Bitmap _decode(self, const unsigned char *buf, size_t n, object id)
     cdef int _check_media(self, InputChunk chunk) except -1
     cdef float *_encode(self, InputChunk chunk) except NULL
     cdef int _eval_text(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,

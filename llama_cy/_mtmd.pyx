@@ -96,6 +96,8 @@ cdef class Bitmap(ViewOwner):
 
     def __cinit__(self):
         self.ptr = NULL
+        self.video = NULL
+        self._read = False
 
     def __dealloc__(self):
         self._dispose()
@@ -104,6 +106,9 @@ cdef class Bitmap(ViewOwner):
         if self.ptr != NULL:
             m.mtmd_bitmap_free(self.ptr)
             self.ptr = NULL
+        if self.video != NULL:
+            mh.mtmd_helper_video_free(self.video)  # ends its ffmpeg
+            self.video = NULL
 
     @staticmethod
     cdef Bitmap _wrap(m.mtmd_bitmap *ptr, object id):
@@ -146,7 +151,7 @@ cdef class Bitmap(ViewOwner):
         cdef const unsigned char[::1] buf = memoryview(data).cast("B")
         if buf.shape[0] == 0:
             raise MediaError("the media is empty (0 bytes)")
-        return Bitmap._wrap(mctx._decode(&buf[0], buf.shape[0]), id)
+        return mctx._decode(&buf[0], buf.shape[0], id)
 
     @staticmethod
     def from_file(MtmdContext mctx not None, path, id=None):
@@ -199,6 +204,8 @@ cdef class Bitmap(ViewOwner):
     def __repr__(self):
         if self._closed:
             return "<Bitmap closed>"
+        if self.video != NULL:
+            return f"<Bitmap video {self.nx}x{self.ny} id={self.id!r}>"
         if self.is_audio:
             return f"<Bitmap audio n_samples={self.nx} id={self.id!r}>"
         return f"<Bitmap image {self.nx}x{self.ny} id={self.id!r}>"
@@ -209,15 +216,37 @@ cdef class Bitmap(ViewOwner):
         return bool(m.mtmd_bitmap_is_audio(self.ptr))
 
     @property
-    def nx(self):
-        """Width in pixels (an image), or the number of samples (audio)."""
+    def is_video(self):
+        """A video: its frames (and timestamps, as text) are read, through ffmpeg, by the
+        one :meth:`MtmdContext.tokenize` it goes to."""
         self._ensure_alive()
+        return self.video != NULL
+
+    @property
+    def video_info(self):
+        """A video's ``{"width", "height", "fps", "n_frames"}``: ffprobe's size, the rate
+        frames are taken at, and the frames that makes (-1 if unknown)."""
+        self._ensure_alive()
+        if self.video == NULL:
+            raise ValueError("this bitmap is not a video")
+        cdef mh.mtmd_helper_video_info info = mh.mtmd_helper_video_get_info(self.video)
+        return {"width": info.width, "height": info.height, "fps": info.fps,
+                "n_frames": info.n_frames}
+
+    @property
+    def nx(self):
+        """Width in pixels (an image, a video), or the number of samples (audio)."""
+        self._ensure_alive()
+        if self.video != NULL:
+            return mh.mtmd_helper_video_get_info(self.video).width
         return m.mtmd_bitmap_get_nx(self.ptr)
 
     @property
     def ny(self):
-        """Height in pixels (an image); 1 for audio."""
+        """Height in pixels (an image, a video); 1 for audio."""
         self._ensure_alive()
+        if self.video != NULL:
+            return mh.mtmd_helper_video_get_info(self.video).height
         return m.mtmd_bitmap_get_ny(self.ptr)
 
     @property
@@ -237,6 +266,9 @@ cdef class Bitmap(ViewOwner):
         """The pixels, ``(H, W, 3)`` uint8, or the samples, ``(n,)`` float32: a read-only
         view of libmtmd's copy, valid while the bitmap lives."""
         self._ensure_alive()
+        if self.video != NULL:
+            raise ValueError("a video has no pixels of its own: its frames are read when it "
+                             "is tokenized")
         cdef const unsigned char *p = m.mtmd_bitmap_get_data(self.ptr)
         cdef size_t n = m.mtmd_bitmap_get_n_bytes(self.ptr)
         if self.is_audio:
@@ -381,14 +413,19 @@ cdef class MtmdContext(ViewOwner):
     an image becomes, for projectors with dynamic resolution (-1: the file's own);
     ``batch_max_tokens`` bounds the output tokens of one :meth:`encode_batch`
     (llama-server's ``--mtmd-batch-max-tokens``; a batch takes its first chunk whatever
-    its size, so 0 or less is one chunk a batch). One thread at a time encodes; others
-    wait.
+    its size, so 0 or less is one chunk a batch). Videos (:attr:`video`: a vision
+    projector) are read through ffmpeg and ffprobe, from ``video_ffmpeg_dir`` or the
+    ``PATH``: ``video_fps`` frames a second (<= 0: the video's own rate), with a text
+    timestamp every ``video_timestamp_interval_ms`` (<= 0: none), llama-server's
+    ``--video-fps``, ``--video-timestamp-interval`` and ``--video-ffmpeg-dir``. One
+    thread at a time encodes; others wait.
     """
 
     def __cinit__(self, LlamaModel model not None, path, *, bint use_gpu=True,
                   n_threads=None, int image_min_tokens=-1, int image_max_tokens=-1,
                   flash_attn=None, bint warmup=True, bint print_timings=False,
-                  Device device=None, int batch_max_tokens=1024):
+                  Device device=None, int batch_max_tokens=1024, float video_fps=4.0,
+                  video_timestamp_interval_ms=5000, video_ffmpeg_dir=None):
         self.ptr = NULL
         model._ensure_alive()
         if not os.path.isfile(path):
@@ -433,6 +470,13 @@ cdef class MtmdContext(ViewOwner):
         self.audio_sample_rate = m.mtmd_get_audio_sample_rate(self.ptr)
         self.uses_mrope = m.mtmd_decode_use_mrope(self.ptr)
         self.n_embd = c.llama_model_n_embd_inp(model.ptr)
+        self.video = mh.mtmd_helper_support_video(self.ptr)
+        self._opt = mh.mtmd_helper_init_opt_default()
+        self._opt.video_params.fps_target = video_fps
+        self._opt.video_params.timestamp_interval_ms = video_timestamp_interval_ms
+        self._ffmpeg_dir = None if video_ffmpeg_dir is None else os.fsencode(video_ffmpeg_dir)
+        if self._ffmpeg_dir:
+            self._opt.video_params.ffmpeg_bin_dir = self._ffmpeg_dir
         self.n_encodes = 0
         self._lock = threading.Lock()
         self._closed = False
@@ -458,26 +502,31 @@ cdef class MtmdContext(ViewOwner):
         self._ensure_alive()
         return m.mtmd_get_marker(self.ptr).decode()
 
-    cdef m.mtmd_bitmap *_decode(self, const unsigned char *buf, size_t n) except NULL:
+    cdef Bitmap _decode(self, const unsigned char *buf, size_t n, object id):
         cdef mh.mtmd_helper_bitmap_wrapper w
-        cdef mh.mtmd_helper_init_opt opt = mh.mtmd_helper_init_opt_default()
         self._enter()
         try:
             with nogil:
-                w = mh.mtmd_helper_bitmap_init_from_buf(self.ptr, buf, n, False, opt)
+                w = mh.mtmd_helper_bitmap_init_from_buf(self.ptr, buf, n, False, self._opt)
         finally:
             self._release()
+        cdef Bitmap b
         if w.video_ctx != NULL:
-            mh.mtmd_helper_video_free(w.video_ctx)
-            if w.bitmap != NULL:
-                m.mtmd_bitmap_free(w.bitmap)
-            raise MediaError("video input is not supported")
+            b = Bitmap.__new__(Bitmap)
+            b.ptr, b.video, b._closed = w.bitmap, w.video_ctx, False
+            if not self.vision:
+                b.close()
+                raise MediaError("video input is not supported by this model's projector")
+            if id is not None:
+                b.id = id  # else libmtmd's hash of the file, which its frames share
+            return b
         if w.bitmap == NULL:
             raise MediaError(
-                "the media could not be decoded: not an image (JPEG, PNG, BMP, GIF, …) or "
-                "audio file (WAV, MP3, FLAC), cut short, or audio for a projector without "
-                "audio input")
-        return w.bitmap
+                "the media could not be decoded: not an image (JPEG, PNG, BMP, GIF, …), "
+                "audio file (WAV, MP3, FLAC) or video ffmpeg reads (ffmpeg and ffprobe "
+                "must be installed), cut short, or audio for a projector without audio "
+                "input")
+        return Bitmap._wrap(w.bitmap, id)
 
     def bitmap(self, source, id=None):
         """A :class:`Bitmap` from a path, encoded bytes, an ``(H, W, 3)`` uint8 array or
@@ -499,6 +548,11 @@ cdef class MtmdContext(ViewOwner):
         if n_markers != len(bitmaps):
             raise ValueError(f"the prompt has {n_markers} media markers ({marker!r}) but "
                              f"{len(bitmaps)} images or clips were given")
+        videos = [b for b in bitmaps if b.is_video]
+        for b in videos:
+            if b._read or videos.count(b) > 1:
+                raise ValueError("a video is read once, by one tokenize: decode it again to "
+                                 "use it again")
         for b in bitmaps:
             b._ensure_alive()
             if b.is_audio and not self.audio:
@@ -527,12 +581,15 @@ cdef class MtmdContext(ViewOwner):
         ptrs = <const m.mtmd_bitmap **>&addr[0]
         cdef int32_t rc
         with self._lock:
-            with nogil:
+            for b in videos:
+                b._read = True
+            with nogil:  # a video's frames are read here, from ffmpeg
                 rc = m.mtmd_tokenize(self.ptr, out.ptr, &inp, ptrs, n)
         if rc == 1:
             raise ValueError("the number of media markers does not match the number of media")
         if rc == 2:
-            raise MediaError("the projector could not preprocess an image or clip")
+            raise MediaError("the projector could not preprocess an image or clip, or a "
+                             "video's frames could not be read")
         if rc != 0:
             raise LlamaError(f"mtmd_tokenize failed ({rc})")
         return out

@@ -101,8 +101,11 @@ class Llama:
     ``mmproj`` (a projector GGUF) or ``chat_handler`` (llama-cpp-python's
     :class:`~llama_cy.Llava15ChatHandler` and relatives) takes images and audio in chat
     messages: ``image_url`` parts (``data:`` URIs, ``file://`` paths; ``http(s)://`` only
-    with ``allow_remote_media=True``) and ``input_audio`` parts. ``mmproj_offload``,
-    ``image_min_tokens`` and ``image_max_tokens`` are llama-server's flags of those names.
+    with ``allow_remote_media=True``), ``input_audio`` parts, and ``input_video`` or
+    ``video_url`` parts (any video ffmpeg reads: ffmpeg and ffprobe must be installed).
+    ``mmproj_offload``, ``image_min_tokens``, ``image_max_tokens``, ``video_fps``,
+    ``video_timestamp_interval`` (milliseconds) and ``video_ffmpeg_dir`` are
+    llama-server's flags of those names.
     A second question about the same image reuses its cached tokens: nothing is encoded
     again.
 
@@ -225,6 +228,9 @@ class Llama:
         mmproj_offload: bool | None = None,
         image_min_tokens: int | None = None,
         image_max_tokens: int | None = None,
+        video_fps: float | None = None,
+        video_timestamp_interval: int | None = None,
+        video_ffmpeg_dir: str | os.PathLike[str] | None = None,
         allow_remote_media: bool = False,
         no_perf: bool = False,
         backend_sampling: bool = False,
@@ -281,9 +287,19 @@ class Llama:
         self._batch = LlamaBatch(self._ctx.n_batch)
         self.n_keep = n_keep if n_keep is not None else int(self._model.add_bos)
         self.chat_handler = chat_handler
+        video = {
+            k: v
+            for k, v in (
+                ("video_fps", video_fps),
+                ("video_timestamp_interval_ms", video_timestamp_interval),
+                ("video_ffmpeg_dir", video_ffmpeg_dir),
+            )
+            if v is not None
+        }
         self.mtmd = self._load_mmproj(
-            mmproj, chat_handler, mmproj_offload, image_min_tokens, image_max_tokens, embedding
-        )
+            mmproj, chat_handler, mmproj_offload, image_min_tokens, image_max_tokens, embedding,
+            video,
+        )  # fmt: skip
         if chat_handler is not None and chat_handler.chat_template is not None:
             if chat_format is not None or chat_template is not None:
                 raise ValueError(
@@ -350,6 +366,7 @@ class Llama:
         min_tokens: int | None,
         max_tokens: int | None,
         embedding: bool,
+        video: dict[str, Any],
     ) -> MtmdContext | None:
         if handler is not None:
             if not isinstance(handler, MtmdChatHandler):
@@ -364,9 +381,10 @@ class Llama:
             min_tokens = handler.image_min_tokens if min_tokens is None else min_tokens
             max_tokens = handler.image_max_tokens if max_tokens is None else max_tokens
         if mmproj is None:
-            if offload is not None or min_tokens is not None or max_tokens is not None:
+            if offload is not None or min_tokens is not None or max_tokens is not None or video:
                 raise ValueError(
-                    "mmproj_offload, image_min_tokens and image_max_tokens need mmproj"
+                    "mmproj_offload, image_min_tokens, image_max_tokens and the video_* "
+                    "settings need mmproj"
                 )
             return None
         if embedding:
@@ -378,6 +396,7 @@ class Llama:
             n_threads=self._ctx.n_threads_batch,
             image_min_tokens=-1 if min_tokens is None else min_tokens,
             image_max_tokens=-1 if max_tokens is None else max_tokens,
+            **video,
         )
 
     # ---- lifetime -------------------------------------------------------------------

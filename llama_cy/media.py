@@ -1,11 +1,12 @@
-"""Images and audio in requests: OpenAI content parts and llama-server's ``multimodal_data``
-turned into bytes, with each media part replaced by a media-marker part.
+"""Images, audio and video in requests: OpenAI content parts and llama-server's
+``multimodal_data`` turned into bytes, with each media part replaced by a media-marker part.
 
-The sources are llama-server's (``handle_media`` in its server-common.cpp): a ``data:``
-URI (``image/``, ``audio/``; base64), raw base64, ``file://`` under a media folder the
-owner named (``--media-path``; none by default), and ``http(s)://`` only where the
-owner allowed remote media. Bad media raise :class:`~llama_cy.errors.MediaError` (a
-ValueError: a 400 from the server).
+The parts are llama-server's: ``image_url``, ``input_audio``, and ``input_video`` (or
+OpenAI-style ``video_url``). The sources are llama-server's (``handle_media`` in its
+server-common.cpp): a ``data:`` URI (``image/``, ``video/``, ``audio/``; base64), raw
+base64, ``file://`` under a media folder the owner named (``--media-path``; none by
+default), and ``http(s)://`` only where the owner allowed remote media. Bad media raise
+:class:`~llama_cy.errors.MediaError` (a ValueError: a 400 from the server).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from typing import Any
 
 from llama_cy.errors import MediaError
 
-__all__ = ["MediaSource", "decode_base64", "extract_media", "load_url"]
+__all__ = ["MEDIA_PARTS", "MediaSource", "decode_base64", "extract_media", "load_url"]
+
+#: The content parts that carry media, and what each is.
+MEDIA_PARTS = {
+    "image_url": "image",
+    "input_audio": "audio",
+    "input_video": "video",
+    "video_url": "video",
+}
 
 #: At most this many bytes are downloaded for one remote image (llama-server's 10 MB).
 MAX_REMOTE_BYTES = 10 * 1024 * 1024
@@ -80,8 +89,8 @@ def load_url(url: str, source: MediaSource) -> bytes:
         head, sep, body = url.partition(",")
         if not sep:
             raise MediaError("invalid data: URI (no comma)")
-        if not head.startswith(("data:image/", "data:audio/")):
-            raise MediaError(f"unsupported data: URI type {head!r} (image/ or audio/)")
+        if not head.startswith(("data:image/", "data:video/", "data:audio/")):
+            raise MediaError(f"unsupported data: URI type {head!r} (image/, video/ or audio/)")
         if not head.endswith(";base64"):
             raise MediaError("a data: URI must be base64 encoded")
         return decode_base64(body)
@@ -94,10 +103,10 @@ def _part_url(part: Mapping[str, Any]) -> str:
         value = part.get("image_url")
         # llama-cpp-python also takes the URL as a plain string.
         url = value.get("url") if isinstance(value, Mapping) else value
-    else:
-        value = part.get("input_audio")
+    else:  # input_audio, input_video, video_url: {"data" or "url": ...}
+        value = part.get(kind)
         if not isinstance(value, Mapping):
-            raise MediaError("input_audio must be an object with 'data'")
+            raise MediaError(f"{kind} must be an object with 'data' or 'url'")
         url = value.get("data", value.get("url"))
         if isinstance(url, str) and not url.startswith(("data:", "http", "file://")):
             return url  # OpenAI's raw base64 with a separate "format"
@@ -113,10 +122,12 @@ def extract_media(
     *,
     vision: bool = True,
     audio: bool = True,
+    video: bool = False,
 ) -> tuple[list[dict[str, Any]], list[bytes]]:
-    """The messages with each ``image_url``/``input_audio`` part replaced by a media
-    marker part, and the media's bytes in prompt order. ``vision``/``audio``: what the
-    projector takes; other media raise."""
+    """The messages with each media part (:data:`MEDIA_PARTS`) replaced by a media marker
+    part, and the media's bytes in prompt order. ``vision``/``audio``/``video``: what
+    the projector takes; other media raise."""
+    allowed = {"image": vision, "audio": audio, "video": video}
     files: list[bytes] = []
     out: list[dict[str, Any]] = []
     for msg in messages:
@@ -127,13 +138,12 @@ def extract_media(
         parts: list[Any] = []
         for part in content:
             kind = part.get("type") if isinstance(part, Mapping) else None
-            if kind not in ("image_url", "input_audio"):
+            what = MEDIA_PARTS.get(kind) if isinstance(kind, str) else None
+            if what is None:
                 parts.append(part)
                 continue
-            if kind == "image_url" and not vision:
-                raise MediaError("image input is not supported by this model's projector")
-            if kind == "input_audio" and not audio:
-                raise MediaError("audio input is not supported by this model's projector")
+            if not allowed[what]:
+                raise MediaError(f"{what} input is not supported by this model's projector")
             files.append(load_url(_part_url(part), source))
             parts.append({"type": "media_marker", "text": marker})
         out.append({**msg, "content": parts})
@@ -141,12 +151,11 @@ def extract_media(
 
 
 def has_media(messages: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether any message has an image or audio part."""
+    """Whether any message has an image, audio or video part."""
     for msg in messages:
         content = msg.get("content") if isinstance(msg, Mapping) else None
         if isinstance(content, list) and any(
-            isinstance(p, Mapping) and p.get("type") in ("image_url", "input_audio")
-            for p in content
+            isinstance(p, Mapping) and p.get("type") in MEDIA_PARTS for p in content
         ):
             return True
     return False

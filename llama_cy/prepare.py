@@ -330,13 +330,12 @@ class Preparer:
     def split_media(
         self, messages: Sequence[Mapping[str, Any]]
     ) -> tuple[Sequence[Mapping[str, Any]], list[Bitmap]]:
-        """Messages with their image and audio parts as media markers, and the media."""
+        """Messages with their media parts as media markers, and the media."""
         if not has_media(messages):
             return messages, []
         mtmd = self._mtmd()
-        out, files = extract_media(
-            messages, mtmd.marker, self.media_source, vision=mtmd.vision, audio=mtmd.audio
-        )
+        kinds = {"vision": mtmd.vision, "audio": mtmd.audio, "video": mtmd.video}
+        out, files = extract_media(messages, mtmd.marker, self.media_source, **kinds)
         return out, self.bitmaps(files)
 
     def chat_prompt(

@@ -4,6 +4,7 @@ and the benchmark: compiled against the package's own headers and libraries."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,17 @@ def run_mtmd_reference(
     n_predict: int = 8,
     threads: int = 2,
     warmup: bool = False,
+    video_fps: float | None = None,
+    video_timestamp_interval: int | None = None,
 ) -> dict[str, Any]:
     """Run mtmd_ref; its JSON plus ``embd`` (one array per media chunk) and ``logits``.
-    ``warmup``: time a second evaluation of the prompt, after a first one."""
+    ``warmup``: time a second evaluation of the prompt, after a first one. ``video_*``:
+    how videos are read (llama-server's ``--video-fps``, ``--video-timestamp-interval``)."""
+    env = dict(os.environ)
+    if video_fps is not None:
+        env["MTMD_REF_VIDEO_FPS"] = str(video_fps)
+    if video_timestamp_interval is not None:
+        env["MTMD_REF_VIDEO_TS_MS"] = str(video_timestamp_interval)
     cmd = [
         str(binary),
         llama_cy.get_lib_dir(),
@@ -48,7 +57,7 @@ def run_mtmd_reference(
         "1" if warmup else "0",
         *map(str, media),
     ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"mtmd_ref exited with {result.returncode}: {result.stderr[-3000:]}")
     parsed: dict[str, Any] = json.loads(result.stdout)

@@ -196,13 +196,13 @@ def test_server_with_the_openai_client(
             assert status == 200
             ref = run_mtmd_reference(
                 reference, qwen_path, projector, rendered["prompt"], [picture],
-                tmp_path / f"r{len(replies)}", n_predict=6,
+                tmp_path / f"r{len(replies)}", n_predict=8,
             )  # fmt: skip
             reply = client.chat.completions.create(
                 model="x",
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0.0,
-                max_tokens=6,
+                max_tokens=8,
             )
             pieces = b"".join(qwen.token_to_piece(t) for t in ref["tokens"])
             assert reply.choices[0].message.content == pieces.decode()

@@ -43,12 +43,12 @@ def server(tiny_model_path: Path, vision_path: Path, audio_path: Path) -> Iterat
 def test_props_and_models_report_the_modalities(server: Server) -> None:
     status, _, props = server.request("GET", "/props")
     assert status == 200
-    assert props["modalities"] == {"vision": True, "audio": False}
+    assert props["modalities"] == {"vision": True, "video": True, "audio": False}
     status, _, models = server.request("GET", "/v1/models")
     assert models["models"][0]["capabilities"] == ["completion", "multimodal"]
     # llama-server's architecture: the projector's input modalities (image, not audio)
     assert models["data"][0]["architecture"] == {
-        "input_modalities": ["text", "image"],
+        "input_modalities": ["text", "image", "video"],
         "output_modalities": ["text"],
     }
 
@@ -186,7 +186,7 @@ def test_audio_server(tiny_model_path: Path, vision_path: Path, audio_path: Path
         str(CHAT_TEMPLATE),
     ) as s:
         status, _, props = s.request("GET", "/props")
-        assert props["modalities"] == {"vision": False, "audio": True}
+        assert props["modalities"] == {"vision": False, "video": False, "audio": True}
         data = base64.b64encode(AUDIO.read_bytes()).decode()
         status, _, reply = s.request(
             "POST",

@@ -159,6 +159,9 @@ def mtmd(args: argparse.Namespace) -> dict[str, Any]:
         "mmproj_offload": args.mmproj_offload,
         "image_min_tokens": args.image_min_tokens,
         "image_max_tokens": args.image_max_tokens,
+        "video_fps": args.video_fps,
+        "video_timestamp_interval": args.video_timestamp_interval,
+        "video_ffmpeg_dir": args.video_ffmpeg_dir,
     }
 
 

@@ -358,5 +358,8 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         image_min_tokens=args.image_min_tokens,
         image_max_tokens=args.image_max_tokens,
         mtmd_batch_max_tokens=args.mtmd_batch_max_tokens,
+        video_fps=args.video_fps,
+        video_timestamp_interval=args.video_timestamp_interval,
+        video_ffmpeg_dir=args.video_ffmpeg_dir,
         media_path=args.media_path,
     )

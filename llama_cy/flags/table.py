@@ -41,7 +41,6 @@ RPC = frozenset({"rpc-server"})
 #: Every subcommand that takes flags.
 COMMANDS = LOAD | INFO | QUANTIZE | RPC
 
-_MTMD = "video input (mtmd_helper_video_*, ffmpeg) is not built here"
 _DRAFT_CPU = (
     "llama-server b11434 gives the draft model's context the target's CPU placement "
     "(common_base_params_to_speculative copies it), so this changes nothing there either"
@@ -444,11 +443,15 @@ FLAGS: tuple[Flag, ...] = (
          env="LLAMA_ARG_MTMD_BATCH_MAX_TOKENS",
          help="most image tokens encoded in one projector batch (default: 1024)",
          commands=SERVE),
-    refused("--video-fps", "video_fps", "N", _MTMD, env="LLAMA_ARG_VIDEO_FPS"),
-    refused("--video-timestamp-interval", "video_timestamp_interval", "N", _MTMD,
-            env="LLAMA_ARG_VIDEO_TIMESTAMP_INTERVAL"),
-    refused("--video-ffmpeg-dir", "video_ffmpeg_dir", "DIR", _MTMD,
-            env="LLAMA_ARG_VIDEO_FFMPEG_DIR"),
+    used("--video-fps", "video_fps", "N", type=float, default=4.0, env="LLAMA_ARG_VIDEO_FPS",
+         help="frames a second taken from a video (default: 4.0)", commands=GENERATE | SERVE),
+    used("--video-timestamp-interval", "video_timestamp_interval", "N", type=int, default=5000,
+         env="LLAMA_ARG_VIDEO_TIMESTAMP_INTERVAL",
+         help="milliseconds between a video's text timestamps (default: 5000)",
+         commands=GENERATE | SERVE),
+    used("--video-ffmpeg-dir", "video_ffmpeg_dir", "DIR", env="LLAMA_ARG_VIDEO_FFMPEG_DIR",
+         help="the folder of ffmpeg and ffprobe (default: the PATH)",
+         commands=GENERATE | SERVE),
     used("-a --alias", "alias", "STRING", env="LLAMA_ARG_ALIAS",
        help="the model's names in the API, comma-separated (default: the file name)"),
     used("--tags", "tags", "STRING", env="LLAMA_ARG_TAGS",

@@ -105,6 +105,7 @@ class Server:
         self.architecture = architecture(
             image=self.mtmd is not None and self.mtmd.vision,
             audio=self.mtmd is not None and self.mtmd.audio,
+            video=self.mtmd is not None and self.mtmd.video,
         )
         #: GET /props as last shown (what a sleeping server answers)
         self.props_cache: dict[str, Any] = {}
@@ -128,6 +129,9 @@ class Server:
                 image_min_tokens=settings.image_min_tokens,
                 image_max_tokens=settings.image_max_tokens,
                 batch_max_tokens=settings.mtmd_batch_max_tokens,
+                video_fps=settings.video_fps,
+                video_timestamp_interval_ms=settings.video_timestamp_interval,
+                video_ffmpeg_dir=settings.video_ffmpeg_dir,
             )
             self.preparer.mtmd = self.mtmd
             self.preparer.media_source = MediaSource(media_path=settings.media_path)
@@ -362,7 +366,11 @@ class Server:
     def modalities(self) -> dict[str, bool]:
         """What the server takes besides text (its projector's inputs)."""
         mtmd = self.mtmd
-        return {"vision": bool(mtmd and mtmd.vision), "audio": bool(mtmd and mtmd.audio)}
+        return {
+            "vision": bool(mtmd and mtmd.vision),
+            "video": bool(mtmd and mtmd.video),
+            "audio": bool(mtmd and mtmd.audio),
+        }
 
     def counters(self) -> dict[str, float]:
         """The counters so far: those of the engines that slept, plus the running one's

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from llama_cy.generation import Media
-from llama_cy.media import decode_base64
+from llama_cy.media import MEDIA_PARTS, decode_base64
 from llama_cy.server.core import Server
 from llama_cy.server.schema import ApiError
 
@@ -20,8 +20,6 @@ __all__ = [
     "prompt",
     "prompt_parts",
 ]
-
-_MEDIA_PARTS = ("image_url", "input_audio")
 
 
 class MediaTokens(list[int]):
@@ -151,8 +149,8 @@ def messages(
 ) -> list[dict[str, Any]]:
     """Chat messages, checked; text content parts stay parts (llama.cpp's chat engine
     joins them as llama-server does), and ``media`` (the server has a projector) lets
-    ``image_url`` and ``input_audio`` parts through. Only Anthropic's route takes an
-    empty list, as llama-server does there."""
+    media parts through (``image_url``, ``input_audio``, ``input_video``, ``video_url``).
+    Only Anthropic's route takes an empty list, as llama-server does there."""
     out = []
     for i, m in enumerate(value):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -163,10 +161,10 @@ def messages(
         if isinstance(content, list):
             for part in content:
                 kind = part.get("type") if isinstance(part, dict) else None
-                if kind in _MEDIA_PARTS and media:
+                if kind in MEDIA_PARTS and media:
                     continue  # read by the preparer (llama_cy.media)
-                if kind in _MEDIA_PARTS:
-                    what = "image" if kind == "image_url" else "audio"
+                if kind in MEDIA_PARTS:
+                    what = MEDIA_PARTS[kind]
                     raise ApiError(  # llama-server's words
                         400,
                         f"{what} input is not supported - hint: if this is unexpected, you "
@@ -177,7 +175,7 @@ def messages(
                     raise ApiError(
                         400,
                         f"messages[{i}]: content parts must be text"
-                        + (", image_url or input_audio" if media else "")
+                        + (", image_url, input_audio, input_video or video_url" if media else "")
                         + f" parts, not {kind!r}",
                         param="messages",
                     )

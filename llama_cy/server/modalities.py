@@ -1,6 +1,6 @@
 """A model's ``architecture`` in ``/models``, as llama-server's
 ``server_model_architecture_json`` gives it: the input modalities its projector adds to
-text (images, audio), and text out."""
+text (images, audio, video), and text out."""
 
 from __future__ import annotations
 
@@ -14,15 +14,17 @@ _log = logging.getLogger("llama_cy")
 VISION, AUDIO = "clip.has_vision_encoder", "clip.has_audio_encoder"
 
 
-def architecture(image: bool = False, audio: bool = False) -> dict[str, Any]:
-    inputs = ["text", *(["image"] if image else []), *(["audio"] if audio else [])]
+def architecture(image: bool = False, audio: bool = False, video: bool = False) -> dict[str, Any]:
+    kinds = (("image", image), ("audio", audio), ("video", video))
+    inputs = ["text", *(kind for kind, on in kinds if on)]
     return {"input_modalities": inputs, "output_modalities": ["text"]}
 
 
 def from_projector(path: str | None) -> dict[str, Any]:
     """The architecture a projector file gives, read from its metadata without loading
     it (a router lists models before they run); text alone without one, or when the file
-    cannot be read (said in the log, as llama-server says it)."""
+    cannot be read (said in the log, as llama-server says it). As llama-server's offline
+    discovery, it cannot see video: a loaded model reports it."""
     if not path:
         return architecture()
     from llama_cy._gguf import gguf_flags

@@ -140,6 +140,9 @@ class ServerSettings:
     image_min_tokens: int = _flag("image_min_tokens")
     image_max_tokens: int = _flag("image_max_tokens")
     mtmd_batch_max_tokens: int = _flag("mtmd_batch_max_tokens")
+    video_fps: float = _flag("video_fps")
+    video_timestamp_interval: int = _flag("video_timestamp_interval")  #: milliseconds
+    video_ffmpeg_dir: str | None = _flag("video_ffmpeg_dir")
     media_path: str | None = _flag(
         "media_path"
     )  #: --media-path: the folder file:// URLs are read under

@@ -6,13 +6,17 @@
 // keeps to itself: each media chunk's embeddings and the logits after the prompt. Tests
 // compare llama_cy's MtmdContext and Llama with these; the benchmark times the same work.
 // $LLAMA_CY_N_GPU_LAYERS (the tests' offload switch) offloads the model and the projector.
+// A MEDIA file that is a video is read as llama-server reads one (ffmpeg), at
+// $MTMD_REF_VIDEO_FPS frames a second with a timestamp every $MTMD_REF_VIDEO_TS_MS
+// (llama-server's --video-fps, --video-timestamp-interval; default: theirs).
 //
 // Usage:
 //   mtmd_ref LIB_DIR MODEL MMPROJ PROMPT N_PREDICT OUT_PREFIX THREADS WARMUP MEDIA...
 // PROMPT holds one media marker per MEDIA file. WARMUP 1 evaluates the prompt once, clears
 // the KV cache and evaluates it again, timing the second pass (a warm process). Writes OUT_PREFIX.embd.N (float32, one
 // file per media chunk) and OUT_PREFIX.logits (float32), and prints one JSON line:
-// {"n_tokens": .., "tokens": [greedy ids], "encode_ms": .., "prefill_ms": ..}.
+// {"n_tokens": .., "tokens": [greedy ids], "encode_ms": .., "prefill_ms": ..,
+//  "chunks": [[type, n_tokens], ..]} (type: 0 text, 1 image, 2 audio).
 
 #include <chrono>
 #include <cstdio>
@@ -72,17 +76,29 @@ int main(int argc, char ** argv) {
     mtmd_context * mctx = mtmd_init_from_file(argv[3], model, mparams);
     if (!mctx) { std::fprintf(stderr, "mtmd_ref: projector load failed\n"); return 1; }
 
+    mtmd_helper_init_opt opt = mtmd_helper_init_opt_default();
+    if (const char * fps = std::getenv("MTMD_REF_VIDEO_FPS")) opt.video_params.fps_target = std::atof(fps);
+    if (const char * ts = std::getenv("MTMD_REF_VIDEO_TS_MS")) opt.video_params.timestamp_interval_ms = std::atoll(ts);
     std::vector<mtmd_bitmap *> bitmaps;
+    std::vector<mtmd_helper_video *> videos;  // read by mtmd_tokenize, freed after it
     for (int i = 9; i < argc; i++) {
-        mtmd_helper_bitmap_wrapper w = mtmd_helper_bitmap_init_from_file(mctx, argv[i], false, mtmd_helper_init_opt_default());
+        mtmd_helper_bitmap_wrapper w = mtmd_helper_bitmap_init_from_file(mctx, argv[i], false, opt);
         if (!w.bitmap) { std::fprintf(stderr, "mtmd_ref: cannot load %s\n", argv[i]); return 1; }
         bitmaps.push_back(w.bitmap);
+        if (w.video_ctx) videos.push_back(w.video_ctx);
     }
     mtmd_input_text text = {prompt.c_str(), prompt.size(), true, true};
     mtmd_input_chunks * chunks = mtmd_input_chunks_init();
     if (mtmd_tokenize(mctx, chunks, &text, (const mtmd_bitmap **) bitmaps.data(), bitmaps.size()) != 0) {
         std::fprintf(stderr, "mtmd_ref: tokenize failed\n");
         return 1;
+    }
+    for (auto * v : videos) mtmd_helper_video_free(v);
+    std::string chunk_list;
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
+        const mtmd_input_chunk * c = mtmd_input_chunks_get(chunks, i);
+        chunk_list += (i ? ",[" : "[") + std::to_string((int) mtmd_input_chunk_get_type(c)) + ","
+                    + std::to_string(mtmd_input_chunk_get_n_tokens(c)) + "]";
     }
 
     // mtmd_helper_eval_chunks, chunk by chunk, so that the encode can be timed and its
@@ -138,8 +154,8 @@ int main(int argc, char ** argv) {
         if (llama_decode(lctx, b) != 0) { std::fprintf(stderr, "mtmd_ref: decode failed\n"); return 1; }
         n_past++;
     }
-    std::printf("{\"n_tokens\": %d, \"tokens\": [%s], \"encode_ms\": %.3f, \"prefill_ms\": %.3f}\n",
-                (int) n_past, toks.c_str(), encode_ms, prefill_ms);
+    std::printf("{\"n_tokens\": %d, \"tokens\": [%s], \"encode_ms\": %.3f, \"prefill_ms\": %.3f, \"chunks\": [%s]}\n",
+                (int) n_past, toks.c_str(), encode_ms, prefill_ms, chunk_list.c_str());
     llama_sampler_free(smpl);
     mtmd_input_chunks_free(chunks);
     for (auto * b : bitmaps) mtmd_bitmap_free(b);
