@@ -106,16 +106,16 @@ def test_flag_values_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    refused = next(f for f in FLAGS if f.status == REFUSED and f.name == "--video-fps")
-    with pytest.raises(SystemExit, match="--video-fps is not supported: video input"):
-        check_flags(parse("--video-fps", "2"), ["--video-fps", "2"])
+    refused = next(f for f in FLAGS if f.status == REFUSED and f.name == "--spec-ngram-size-n")
+    with pytest.raises(SystemExit, match="--spec-ngram-size-n is not supported: removed"):
+        check_flags(parse("--spec-ngram-size-n", "2"), ["--spec-ngram-size-n", "2"])
     assert refused.note
     with pytest.raises(SystemExit, match="--no-cont-batching"):
         check_flags(parse("-nocb"), ["-nocb"])
-    monkeypatch.setenv("LLAMA_ARG_VIDEO_FPS", "2")
-    with pytest.raises(SystemExit, match="LLAMA_ARG_VIDEO_FPS"):
+    monkeypatch.setenv("LLAMA_ARG_CONT_BATCHING", "0")  # the refused value, from the environment
+    with pytest.raises(SystemExit, match="--no-cont-batching is not supported"):
         check_flags(parse(), [])
-    monkeypatch.delenv("LLAMA_ARG_VIDEO_FPS")
+    monkeypatch.delenv("LLAMA_ARG_CONT_BATCHING")
     reasoning = next(f for f in FLAGS if f.dest == "reasoning_format")
     assert tuple(reasoning.choices or ()) == REASONING_FORMATS  # one list of the formats
     inert = [f for f in FLAGS if f.status == INERT]
@@ -124,8 +124,8 @@ def test_refused_and_inert_flags(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_refused_flag_stops_the_server(tiny_fim: Path) -> None:
-    with pytest.raises(RuntimeError, match="--video-fps is not supported"):
-        Server(tiny_fim, "--video-fps", "2")
+    with pytest.raises(RuntimeError, match="--spec-ngram-size-n is not supported"):
+        Server(tiny_fim, "--spec-ngram-size-n", "2")
 
 
 # ---- routes ----------------------------------------------------------------------------
