@@ -98,6 +98,7 @@ inline std::string templates_apply(const common_chat_templates * tmpls, const st
     out["supports_thinking"] = p.supports_thinking;
     out["thinking_start_tag"] = p.thinking_start_tag;
     out["thinking_end_tags"] = p.thinking_end_tags;
+    out["message_delimiters"] = p.message_delimiters.to_json();
     return out.dump();
 }
 

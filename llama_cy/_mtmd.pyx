@@ -633,14 +633,22 @@ cdef class MtmdContext(ViewOwner):
             raise MediaError(f"the projector failed to encode the {chunk.type} ({rc})")
         return m.mtmd_get_output_embd(self.ptr)
 
-    def encode_batch(self, chunks):
+    def encode_batch(self, chunks, LlamaContext ctx=None):
         """Encode ``chunks[0]`` and as many of the media chunks after it as libmtmd takes
         into one batch (``mtmd_batch``: up to ``batch_max_tokens`` output tokens, the
         first chunk whatever its size; chunks it cannot batch together end it), in one
         projector run, as llama-server encodes a prompt's images. Returns a
         ``(n_tokens, n_embd)`` float32 array (a copy) for each chunk encoded, in order:
-        :meth:`eval_chunk`'s ``embd``."""
+        :meth:`eval_chunk`'s ``embd``. ``ctx``, the context the embeddings go to, has
+        its pool workers sleep through the encode rather than spin beside it."""
         self._ensure_alive()
+        if ctx is not None:
+            ctx._ensure_alive()
+            ctx._lock_acquire()
+            try:
+                ctx._pause_threadpools()
+            finally:
+                ctx._lock_release()
         chunks = list(chunks)
         if not chunks:
             raise ValueError("no chunk to encode")

@@ -89,7 +89,9 @@ class ChatPrompt:
     first, unless ``prefill`` is False (a grammar that starts at the reply's first
     token). ``grammar_root`` is the grammar's start rule. ``format`` and ``parser`` tell
     :class:`ChatParser` how to read the reply. ``reasoning_format`` is the one the
-    prompt was rendered for.
+    prompt was rendered for. ``message_delimiters`` (role, text) mark where the
+    template's messages start (llama-server's message spans, for context checkpoints at
+    user messages); the differential autoparser finds them, other formats give none.
     """
 
     prompt: str
@@ -108,6 +110,7 @@ class ChatPrompt:
     reasoning_format: str = "auto"
     prefill: bool = True
     grammar_root: str = "root"
+    message_delimiters: tuple[tuple[str, str], ...] = ()
 
     def grammar_trigger_patterns(self) -> list[str]:
         """The lazy grammar's trigger patterns, as llama.cpp's ``common_sampler`` builds
@@ -337,6 +340,7 @@ class ChatTemplate:
             thinking_start_tag=r["thinking_start_tag"],
             thinking_end_tags=tuple(r["thinking_end_tags"]),
             reasoning_format=reasoning_format,
+            message_delimiters=tuple((d["role"], d["delimiter"]) for d in r["message_delimiters"]),
         )
 
 

@@ -11,19 +11,25 @@ latest copy it can use and decodes only from there. The policy is llama-server's
 prompts are split so that copies are taken ``4 + n_ubatch`` and ``4`` tokens before
 their end, at most ``n_max`` are kept per sequence (``--ctx-checkpoints``), and copies
 closer than ``min_step`` tokens to an earlier one are evicted first
-(``--checkpoint-min-step``). llama-server also checkpoints at the start of the last user
-message, which needs its chat template's message spans; that is not done here.
+(``--checkpoint-min-step``). A chat's prompt is also split at its user messages (found
+by the template's message delimiters, as llama-server's message spans), and a copy is
+taken at the start of the last one and of those ``min_step`` past the latest copy: a
+conversation whose last message is edited restarts from there.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from llama_cy._context import STATE_SEQ_FLAGS_PARTIAL_ONLY, LlamaContext
+from llama_cy._vocab import LlamaVocab
 from llama_cy.errors import LlamaError
 
-__all__ = ["Checkpoint", "Checkpoints"]
+__all__ = ["Checkpoint", "Checkpoints", "user_starts"]
 
 _log = logging.getLogger("llama_cy")
 
@@ -59,9 +65,23 @@ class Checkpoints:
         #: back, or SWA layers that keep only their window)
         self.enabled = n_max > 0 and (not self.cuttable or self.n_swa > 0)
         self.items: list[Checkpoint] = []
+        #: where the running prompt's user messages start (see :func:`user_starts`)
+        self.user_starts: tuple[int, ...] = ()
 
     def clear(self) -> None:
         self.items = []
+
+    def _user_stop(self, start: int, end: int) -> int:
+        """The first user message start in ``(start, end)`` that a prompt chunk stops at
+        (llama-server: the last user message, or any while there is no checkpoint or
+        ``min_step`` past the latest); else ``end``."""
+        last = self.user_starts[-1] if self.user_starts else -1
+        for s in self.user_starts:
+            if start < s < end and (
+                s == last or not self.items or s > self.items[-1].n_tokens + self.min_step
+            ):
+                return s
+        return end
 
     # ---- a prompt's start ------------------------------------------------------------
 
@@ -109,6 +129,7 @@ class Checkpoints:
         taken ``4 + n_ubatch`` and ``4`` tokens before the prompt's end."""
         if not self.enabled:
             return end
+        end = self._user_stop(start, end)
         for offset in (4 + self.ctx.n_ubatch, 4):
             stop = n_prompt - min(self.ctx.n_batch, offset)
             if start < stop < end:
@@ -118,8 +139,15 @@ class Checkpoints:
     def before_chunk(self, start: int, end: int, n_prompt: int, job: int) -> None:
         """Take a checkpoint of the first ``start`` tokens before the chunk
         ``[start, end)`` of a prompt is decoded, if llama-server would: for the chunks
-        within ``n_ubatch`` tokens of the prompt's end."""
-        if not self.enabled or n_prompt >= end + self.ctx.n_ubatch:
+        within ``n_ubatch`` tokens of the prompt's end, and those that start a user
+        message (the last one, or ``min_step`` past the latest checkpoint)."""
+        near_end = n_prompt < end + self.ctx.n_ubatch
+        if not self.enabled or not (near_end or start in self.user_starts):
+            return
+        last_user = self.user_starts[-1] if self.user_starts else -1
+        if not (near_end or start == last_user or not self.items) and (
+            start <= self.items[-1].n_tokens + self.min_step
+        ):
             return
         pos_min = self.ctx.seq_pos_min(self.seq_id)
         if pos_min < 0:  # nothing decoded yet
@@ -141,3 +169,36 @@ class Checkpoints:
         items[:] = [c for c in items if c.n_tokens != start]
         data = self.ctx.state_seq_get_data(self.seq_id, STATE_SEQ_FLAGS_PARTIAL_ONLY)
         items.append(Checkpoint(start, pos_min, pos_max, data, job))
+
+
+def user_starts(
+    vocab: LlamaVocab,
+    tokens: Sequence[int],
+    delimiters: Sequence[tuple[str, str]],
+    skips: Mapping[int, int] | None = None,
+) -> tuple[int, ...]:
+    """Where user messages start in a prompt's ``tokens``, as llama-server's message spans
+    find them (``common_chat_msg_delimiters::split``): at each index the first
+    delimiter whose tokens follow there names a message's role; ``skips`` (start:
+    length) are media the search jumps over."""
+    delims = [
+        (role, vocab.tokenize(text.encode(), add_special=False, parse_special=True).tolist())
+        for role, text in delimiters
+    ]
+    delims = [(role, toks) for role, toks in delims if toks]
+    if not any(role == "user" for role, _ in delims):
+        return ()
+    arr = np.asarray(tokens, dtype=np.int64)
+    skipped = np.zeros(len(arr), dtype=bool)
+    for start, n in (skips or {}).items():
+        skipped[start : start + n] = True
+    # Only where some delimiter's first token is can one start.
+    firsts = np.array(sorted({toks[0] for _, toks in delims}), dtype=np.int64)
+    starts: list[int] = []
+    for i in np.flatnonzero(np.isin(arr, firsts) & ~skipped).tolist():
+        for role, toks in delims:
+            if arr[i : i + len(toks)].tolist() == toks:
+                if role == "user":
+                    starts.append(i)
+                break
+    return tuple(starts)

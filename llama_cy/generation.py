@@ -40,7 +40,7 @@ from llama_cy._context import LlamaContext
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
-from llama_cy.checkpoints import Checkpoints
+from llama_cy.checkpoints import Checkpoints, user_starts
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.prompt_media import Media, media_token
@@ -256,6 +256,10 @@ class KVSequence:
                 n = min(n, first)
         if n < len(self.cache):
             n = self._cut(n, job)
+        cp, chat = self.checkpoints, job.chat
+        cp.user_starts = ()
+        if cp.enabled and chat is not None and chat.message_delimiters and job.media is None:
+            cp.user_starts = user_starts(self.model, prompt, chat.message_delimiters)
         chain, grammar = samplers
         if job.params.uses_history:
             for t in prompt:
@@ -387,7 +391,7 @@ class KVSequence:
                 # One image or clip a step, decoded on its own (mtmd-helper's embedding
                 # batches) before this step's batch: other sequences wait one encode.
                 chunk_m = media.spans[start]
-                embd = media.embeddings(start)
+                embd = media.embeddings(start, self.ctx)
                 media.mctx.eval_chunk(self.ctx, chunk_m, media.pos(start), self.id, embd=embd)
                 self.cache.extend(job.tokens[start : start + chunk_m.n_tokens])
                 start = len(self.cache)

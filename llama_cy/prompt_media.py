@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from llama_cy._context import LlamaContext
 from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 
 __all__ = ["Media", "media_token"]
@@ -37,13 +38,14 @@ class Media:
         default_factory=dict, compare=False, hash=False, repr=False
     )
 
-    def embeddings(self, start: int) -> npt.NDArray[np.float32]:
-        """The embeddings of the media chunk at ``start``. Not yet encoded, it is encoded
-        with as many of the prompt's following media chunks as one libmtmd batch takes
-        (llama-server's ``--mtmd-batch-max-tokens``), and theirs kept for their turn."""
+    def embeddings(self, start: int, ctx: LlamaContext) -> npt.NDArray[np.float32]:
+        """The embeddings of the media chunk at ``start``, for ``ctx``. Not yet encoded,
+        it is encoded with as many of the prompt's following media chunks as one libmtmd
+        batch takes (llama-server's ``--mtmd-batch-max-tokens``), and theirs kept for
+        their turn."""
         if start not in self.encoded:
             starts = sorted(s for s in self.spans if s >= start)
-            arrays = self.mctx.encode_batch([self.spans[s] for s in starts])
+            arrays = self.mctx.encode_batch([self.spans[s] for s in starts], ctx)
             self.encoded.update(zip(starts, arrays, strict=False))
         return self.encoded.pop(start)
 

@@ -20,7 +20,7 @@ import pytest
 from tiny_model import write_tiny_recurrent
 
 import llama_cy as lc
-from llama_cy.checkpoints import Checkpoints
+from llama_cy.checkpoints import Checkpoints, user_starts
 from llama_cy.generation import common_prefix
 
 STORY = " ".join(f"Day {i}: the fox ran to the river and back." for i in range(70))
@@ -127,3 +127,54 @@ def test_checkpoint_policy(tmp_path: Path) -> None:
     assert cps.items == []
     ctx.close()
     model.close()
+
+
+CHAT_TEMPLATE = Path(__file__).parent / "data" / "chat_template.jinja"
+
+
+def test_a_chat_checkpoints_its_last_user_message(tmp_path: Path) -> None:
+    """As llama-server: a chat's prompt is split at its user messages (the template's
+    message delimiters) and checkpointed at the last one's start, so that a conversation
+    whose last message is edited decodes from there, not from nothing."""
+    # A BPE vocabulary: a delimiter tokenizes alike alone and after a newline (with
+    # SentencePiece's leading space it would not, in llama-server too).
+    path = str(write_tiny_recurrent(tmp_path / "r.gguf", vocab="llama-bpe"))
+    llm = lc.Llama(
+        path, n_ctx=4096, n_ubatch=64, n_threads=2, chat_template=CHAT_TEMPLATE.read_text()
+    )
+    history: list[dict[str, str]] = []
+    for i in range(3):
+        history += [
+            {"role": "user", "content": STORY[i * 200 : i * 200 + 300]},
+            {"role": "assistant", "content": f"Noted, part {i}."},
+        ]
+
+    def turn(last: str) -> tuple[list[int], int, list[int], tuple[tuple[str, str], ...]]:
+        job = llm.preparer.chat(
+            [*history, {"role": "user", "content": last}], max_tokens=4, temperature=0.0
+        )
+        assert job.chat is not None
+        out = lc.completion.join_chunks(llm.generate(job))
+        assert out.timings is not None
+        return out.tokens, out.timings.prompt_n, job.tokens, job.chat.message_delimiters
+
+    _, decoded, prompt, delims = turn("What did the fox do?")
+    assert ("user", "<start_of_turn>user") in delims  # found by llama.cpp's autoparser
+    starts = user_starts(llm.model, prompt, delims)
+    assert len(starts) == 4
+    for s in starts:
+        assert llm.model.detokenize(prompt[s : s + 8]).startswith("<start_of_turn>user")
+    assert decoded == len(prompt)
+    kept = [c.n_tokens for c in llm._seq.checkpoints.items]
+    assert starts[0] in kept  # the first (none before it), and the last
+    assert starts[-1] in kept
+    assert not set(starts[1:-1]) & set(kept)  # within min_step of the first
+    # The last message edited: decoding restarts at its start.
+    tokens2, decoded2, prompt2, _ = turn("Where did the fox go?")
+    assert prompt2[: starts[-1]] == prompt[: starts[-1]]
+    assert decoded2 == len(prompt2) - starts[-1]
+    llm.reset()
+    assert turn("Where did the fox go?")[0] == tokens2  # as decoded from nothing
+    # Where the template gives no delimiters, nothing is found.
+    assert user_starts(llm.model, prompt, ()) == ()
+    llm.close()
