@@ -98,6 +98,9 @@ class Job:
     media: Media | None = None
     #: sample in the graph (llama-server's ``backend_sampling``); None: the sequence's default
     backend_sampling: bool | None = None
+    #: (role, text) marking where messages start, for checkpoints at user messages
+    #: (llama-server's ``message_delimiters``); a chat's own come from its template
+    message_delimiters: tuple[tuple[str, str], ...] = ()
 
 
 def backend_sampling_blocker(
@@ -257,9 +260,10 @@ class KVSequence:
         if n < len(self.cache):
             n = self._cut(n, job)
         cp, chat = self.checkpoints, job.chat
+        delims = job.message_delimiters or (chat.message_delimiters if chat is not None else ())
         cp.user_starts = ()
-        if cp.enabled and chat is not None and chat.message_delimiters and job.media is None:
-            cp.user_starts = user_starts(self.model, prompt, chat.message_delimiters)
+        if cp.enabled and delims and job.media is None:
+            cp.user_starts = user_starts(self.model, prompt, delims)
         chain, grammar = samplers
         if job.params.uses_history:
             for t in prompt:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import Server
 from tiny_model import write_tiny_recurrent
 
 import llama_cy as lc
@@ -178,3 +179,38 @@ def test_a_chat_checkpoints_its_last_user_message(tmp_path: Path) -> None:
     # Where the template gives no delimiters, nothing is found.
     assert user_starts(llm.model, prompt, ()) == ()
     llm.close()
+
+
+def test_completion_takes_llama_servers_message_delimiters(tmp_path: Path) -> None:
+    """/completion's ``message_delimiters`` (what llama-server's chat route passes on)
+    checkpoint a raw prompt at its last user message too; bad ones are a 400."""
+    path = write_tiny_recurrent(tmp_path / "r.gguf", vocab="llama-bpe")
+    turns = "".join(
+        f"<start_of_turn>user\n{STORY[i * 200 : i * 200 + 300]}<end_of_turn>\n"
+        f"<start_of_turn>model\nNoted.<end_of_turn>\n"
+        for i in range(3)
+    )
+    delims = [{"role": "user", "delimiter": "<start_of_turn>user"}]
+    with Server(path, "-c", "4096", "-ub", "64", "-np", "1", "-t", "2") as server:
+
+        def ask(last: str, **extra: Any) -> tuple[int, dict[str, Any]]:
+            prompt = f"{turns}<start_of_turn>user\n{last}<end_of_turn>\n<start_of_turn>model\n"
+            body = {"prompt": prompt, "n_predict": 2, "temperature": 0, **extra}
+            status, _, out = server.request("POST", "/completion", body)
+            return status, out
+
+        status, first = ask("What did the fox do?", message_delimiters=delims)
+        assert status == 200, first
+        n = first["tokens_evaluated"]
+        status, second = ask("Where did the fox go?", message_delimiters=delims)
+        assert status == 200
+        # decoded from the last user message's start: its own tokens and what follows
+        tail = "<start_of_turn>user\nWhere did the fox go?<end_of_turn>\n<start_of_turn>model\n"
+        status, _, toks = server.request("POST", "/tokenize", {"content": tail})
+        assert second["timings"]["prompt_n"] == len(toks["tokens"])
+        assert second["tokens_evaluated"] == n  # as long, in tokens
+        # the checkpoint stays the slot's: a prompt without delimiters restores it too
+        status, third = ask("Who saw the fox?")
+        assert third["timings"]["prompt_n"] < 30
+        status, err = ask("x", message_delimiters=[{"role": 1, "delimiter": "<"}])
+        assert status == 400, err

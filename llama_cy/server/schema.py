@@ -156,6 +156,8 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     "logit_bias": _DICT + _LIST + _NULL,
     "return_tokens": _BOOL + _NULL,
     "post_sampling_probs": _BOOL + _NULL,
+    # [{"role", "delimiter"}]: where messages start, for checkpoints at user messages
+    "message_delimiters": _LIST + _NULL,
 }
 
 #: llama.cpp's /infill

@@ -303,8 +303,17 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         media=getattr(tokens, "media", None),
         **settings,
     )
-    # llama-server's probabilities of the distribution the sampler chain left
-    return replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
+    # llama-server's probabilities of the distribution the sampler chain left; its
+    # message delimiters, read as common_chat_msg_delimiters_parse reads them (entries
+    # that are not objects skipped)
+    delims = [d for d in body.get("message_delimiters") or () if isinstance(d, dict)]
+    if any(not isinstance(d.get(k, ""), str) for d in delims for k in ("role", "delimiter")):
+        raise ApiError(400, "message_delimiters: role and delimiter are strings")
+    return replace(
+        job,
+        post_sampling_probs=bool(body.get("post_sampling_probs")),
+        message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
+    )
 
 
 def slot_file(folder: str, name: str) -> str:
