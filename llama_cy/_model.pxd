@@ -8,6 +8,8 @@ cdef class LlamaModel(LlamaVocab):
     cdef llama_model *ptr
     cdef readonly object path
     cdef readonly bint vocab_only
+    # Its MTP (NextN) layers were loaded: it can draft for itself (draft-mtp).
+    cdef readonly bint mtp
     # kv_overrides given at load, as llama.cpp prints values: shown by metadata/meta_val.
     cdef dict _overrides
 
@@ -22,7 +24,7 @@ cdef class LlamaModel(LlamaVocab):
 cdef llama_model_params _model_params(
     int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
     bint vocab_only, bint check_tensors, bint use_extra_bufts=*, str load_mode=*,
-    str lazy_mode=*, bint no_host=*,
+    str lazy_mode=*, bint no_host=*, bint load_mtp=*,
 ) except *
 
 

@@ -25,6 +25,8 @@ class LlamaModel(LlamaVocab):
     def path(self) -> str | None: ...
     @property
     def vocab_only(self) -> bool: ...
+    @property
+    def mtp(self) -> bool: ...
     @staticmethod
     def load(
         path: _Path,
@@ -46,6 +48,7 @@ class LlamaModel(LlamaVocab):
         load_mode: _LoadMode | None = None,
         lazy_mode: Literal["off", "auto", "on"] = "auto",
         no_host: bool = False,
+        load_mtp: bool = False,
     ) -> LlamaModel: ...
     @staticmethod
     def load_splits(
@@ -68,6 +71,7 @@ class LlamaModel(LlamaVocab):
         load_mode: _LoadMode | None = None,
         lazy_mode: Literal["off", "auto", "on"] = "auto",
         no_host: bool = False,
+        load_mtp: bool = False,
     ) -> LlamaModel: ...
     @staticmethod
     def from_metadata(
@@ -101,6 +105,8 @@ class LlamaModel(LlamaVocab):
     def n_embd_out(self) -> int: ...
     @property
     def n_layer(self) -> int: ...
+    @property
+    def n_layer_nextn(self) -> int: ...
     @property
     def n_head(self) -> int: ...
     @property

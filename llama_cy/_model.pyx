@@ -123,9 +123,10 @@ cdef int _gpu_layers(n_gpu_layers) except? -2:
 cdef c.llama_model_params _model_params(
     int n_gpu_layers, str split_mode, int main_gpu, bint use_mmap, bint use_mlock,
     bint vocab_only, bint check_tensors, bint use_extra_bufts=True, str load_mode=None,
-    str lazy_mode="auto", bint no_host=False,
+    str lazy_mode="auto", bint no_host=False, bint load_mtp=False,
 ) except *:
     cdef c.llama_model_params p = c.llama_model_default_params()
+    p.load_mtp = load_mtp
     p.n_gpu_layers = n_gpu_layers
     try:
         p.split_mode = _SPLIT_MODES[split_mode]
@@ -242,7 +243,7 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
                       bint use_mmap, bint use_mlock, bint vocab_only, bint check_tensors,
                       kv_overrides, devices, progress, bint use_extra_bufts=True,
                       tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
-                      bint no_host=False):
+                      bint no_host=False, bint load_mtp=False):
     """What load() and load_splits() share: the checks, the parameters, the nogil load."""
     for p in paths:
         if not os.path.isfile(p):
@@ -251,7 +252,7 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
             raise ModelLoadError(f"model file is empty: {os.fspath(p)!r}")
     cdef c.llama_model_params params = _model_params(
         n_gpu_layers, split_mode, main_gpu, use_mmap, use_mlock, vocab_only, check_tensors,
-        use_extra_bufts, load_mode, lazy_mode, no_host)
+        use_extra_bufts, load_mode, lazy_mode, no_host, load_mtp)
     cdef _LoadBuffers buffers = _LoadBuffers()
     buffers.fill(&params, kv_overrides, tensor_split, devices, tensor_overrides)
     cdef _Callback cb = None
@@ -284,6 +285,7 @@ cdef LlamaModel _load(list paths, int n_gpu_layers, str split_mode, int main_gpu
                              "(llama.cpp's log, logger 'llama_cy', has the details)")
     cdef LlamaModel model = LlamaModel._wrap(ptr, os.fspath(paths[0]))
     model.vocab_only = vocab_only
+    model.mtp = load_mtp and not vocab_only and c.llama_model_n_layer_nextn(ptr) > 0
     if kv_overrides:
         model._overrides = {
             k: ("true" if v else "false") if isinstance(v, bool) else str(v)
@@ -359,7 +361,7 @@ cdef class LlamaModel(LlamaVocab):
              bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
              devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True,
              tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
-             bint no_host=False):
+             bint no_host=False, bint load_mtp=False):
         """Load a GGUF file (or the first file of a ``-00001-of-0000N.gguf`` split set).
 
         ``progress(fraction) -> bool | None`` is called during the load; returning
@@ -378,12 +380,15 @@ cdef class LlamaModel(LlamaVocab):
         :attr:`tensor_buffers` shows where each weight went. ``load_mode`` (llama-server's
         ``--load-mode``: ``auto``, ``none``, ``mmap``, ``mlock``, ``mmap+mlock``, ``dio``)
         replaces ``use_mmap``/``use_mlock`` when given; ``lazy_mode`` and ``no_host`` are
-        llama-server's ``--lazy-mode`` and ``--no-host``.
+        llama-server's ``--lazy-mode`` and ``--no-host``. ``load_mtp`` loads the model's
+        MTP (NextN) layers, where it has them (:attr:`n_layer_nextn`), so that it can draft
+        for itself (:class:`~llama_cy.Speculator` ``types="draft-mtp"``); llama.cpp skips
+        them otherwise.
         """
         return _load([path], _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
                      kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts,
-                     tensor_overrides, load_mode, lazy_mode, no_host)
+                     tensor_overrides, load_mode, lazy_mode, no_host, load_mtp)
 
     @staticmethod
     def load_splits(paths, *, n_gpu_layers=None, str split_mode="layer", int main_gpu=0,
@@ -391,7 +396,7 @@ cdef class LlamaModel(LlamaVocab):
                     bint vocab_only=False, bint check_tensors=False, kv_overrides=None,
                     devices=None, progress=None, rpc_servers=None, bint use_extra_bufts=True,
                     tensor_overrides=None, str load_mode=None, str lazy_mode="auto",
-                    bint no_host=False):
+                    bint no_host=False, bint load_mtp=False):
         """Load a model split over several files with any naming, given in order (the
         keywords are :meth:`load`'s)."""
         paths = list(paths)
@@ -400,7 +405,7 @@ cdef class LlamaModel(LlamaVocab):
         return _load(paths, _gpu_layers(n_gpu_layers), split_mode, main_gpu, tensor_split,
                      use_mmap, use_mlock, vocab_only, check_tensors,
                      kv_overrides, _rpc_devices(devices, rpc_servers), progress, use_extra_bufts,
-                     tensor_overrides, load_mode, lazy_mode, no_host)
+                     tensor_overrides, load_mode, lazy_mode, no_host, load_mtp)
 
     @staticmethod
     def from_metadata(dict metadata, set_tensor_data, *, n_gpu_layers=None,
@@ -543,6 +548,12 @@ cdef class LlamaModel(LlamaVocab):
     def n_layer(self):
         self._ensure_alive()
         return c.llama_model_n_layer(self.ptr)
+
+    @property
+    def n_layer_nextn(self):
+        """The model's MTP (NextN) layers, loaded or not (:attr:`mtp`)."""
+        self._ensure_alive()
+        return c.llama_model_n_layer_nextn(self.ptr)
 
     @property
     def n_head(self):

@@ -42,10 +42,11 @@ cdef extern from "_speculative_shim.h" namespace "lcy" nogil:
         void accept(int32_t seq, int32_t n) except +
 
 
-# The types llama_cy runs: the draft-model one and the n-gram ones (draft-eagle3, -mtp,
-# -dflash and -dspark read the target's hidden states through contexts built for them).
-SPEC_TYPES = ("draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod",
-              "ngram-cache")
+# The types llama_cy runs: the draft-model one, MTP (the target model's own NextN layers)
+# and the n-gram ones (draft-eagle3, -dflash and -dspark need draft models of their own
+# kinds, which read the target's hidden states: not built here).
+SPEC_TYPES = ("draft-simple", "draft-mtp", "ngram-simple", "ngram-map-k", "ngram-map-k4v",
+              "ngram-mod", "ngram-cache")
 
 
 cdef const llama_token *_tokens(const int32_t[::1] view) noexcept:
@@ -84,6 +85,9 @@ cdef class Speculator(Handle):
     cdef readonly LlamaContext target
     cdef LlamaContext _draft
     cdef readonly int n_seq
+    # draft-mtp reads the target's hidden state at every prompt position: the caller
+    # asks for an output at each (llama-server's need_embd with MTP).
+    cdef readonly bint all_outputs
 
     def __cinit__(self, LlamaContext target not None, types=None, *,
                   LlamaModel draft_model=None, dict draft_context=None, n_max=None,
@@ -107,6 +111,7 @@ cdef class Speculator(Handle):
         if draft_model is not None and "draft-simple" not in names:
             raise ValueError("a draft model is used by the draft-simple type only; "
                              f"the types given are {', '.join(names)}")
+        mtp = "draft-mtp" in names  # the target model's own MTP layers draft
         config = {"types": names}
         for key, value in (("n_max", n_max), ("n_min", n_min)):
             if value is not None:
@@ -126,7 +131,13 @@ cdef class Speculator(Handle):
         if synth_rates is not None:
             config["synth_rates"] = [float(r) for r in synth_rates]
         cdef LlamaContext draft = None
-        if draft_model is not None:
+        if mtp:
+            # The MTP context llama-server makes (common_speculative_init_from_params).
+            kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
+                          n_seq_max=target.n_seq_max)
+            kwargs.update(draft_context or {})
+            draft = LlamaContext(target.model, mtp_of=target, **kwargs)
+        elif draft_model is not None:
             kwargs = dict(n_ctx=target.n_ctx, n_batch=target.n_batch, n_ubatch=target.n_ubatch,
                           n_seq_max=target.n_seq_max)
             kwargs.update(draft_context or {})
@@ -146,6 +157,7 @@ cdef class Speculator(Handle):
             raise ValueError(f"speculative decoding: {exc}") from None
         self.target = target
         self._draft = draft
+        self.all_outputs = mtp
         self.n_seq = target.n_seq_max
         self._closed = False
 

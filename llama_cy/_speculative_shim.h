@@ -84,8 +84,12 @@ struct Speculative {
                         throw std::invalid_argument("draft-simple needs a draft model");
                     }
                     break;
-                case COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3:
                 case COMMON_SPECULATIVE_TYPE_DRAFT_MTP:
+                    if (dft == nullptr) {  // llama_cy.Speculator makes it, on the target (mtp_of)
+                        throw std::invalid_argument("draft-mtp needs an MTP context of the target");
+                    }
+                    break;
+                case COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3:
                 case COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH:
                 case COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK:
                     // They read the target's hidden states through a context built for them.

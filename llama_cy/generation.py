@@ -413,6 +413,8 @@ class KVSequence:
         chunk = job.tokens[start:end]
         last = start + len(chunk) == len(job.tokens)
         batch.add_sequence(chunk, self._pos(start), self.id, logits_last=last)
+        if self.spec is not None and self.spec.all_outputs:  # draft-mtp reads every row
+            batch.output[batch.n_tokens - len(chunk) : batch.n_tokens] = 1
         if last:
             self.i_batch = batch.n_tokens - 1
         self._added = chunk

@@ -38,7 +38,7 @@ from llama_cy.generation import Job, KVSequence, StoppingCriteria, run
 from llama_cy.media import MediaSource
 from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
 from llama_cy.prepare import CHAT_POSITIONAL, COMPLETION_POSITIONAL, Preparer, positional
-from llama_cy.speculative import DraftModel, speculator, speculator_settings
+from llama_cy.speculative import DraftModel, speculator, speculator_settings, uses_mtp
 
 __all__ = ["Llama", "StoppingCriteria"]
 
@@ -93,9 +93,10 @@ class Llama:
     ``draft_model`` turns on speculative decoding (llama.cpp's ``common_speculative``):
     llama-cpp-python's :class:`~llama_cy.LlamaPromptLookupDecoding`, a draft model with
     the same vocabulary (a path, loaded with ``draft_n_gpu_layers``, or a
-    :class:`~llama_cy.LlamaModel`), or llama-server's n-gram ``--spec-type`` names
-    (``"ngram-simple"``, ``"ngram-mod"``, ...). ``draft_max``, ``draft_min`` and
-    ``draft_p_min`` bound a draft model's drafts, as llama-server's flags of those names.
+    :class:`~llama_cy.LlamaModel`), or llama-server's ``--spec-type`` names: the n-gram
+    ones (``"ngram-simple"``, ``"ngram-mod"``, ...) and ``"draft-mtp"`` (the model's
+    own MTP layers, loaded for it). ``draft_max``, ``draft_min`` and ``draft_p_min``
+    bound the drafts of a draft model or MTP, as llama-server's flags of those names.
     The output is the same as without it.
 
     ``mmproj`` (a projector GGUF) or ``chat_handler`` (llama-cpp-python's
@@ -146,6 +147,7 @@ class Llama:
         _check_unsupported(params)
         if numa is not False and numa != 0:
             numa_init(_NUMA[1] if numa is True else _NUMA[int(numa)])
+        draft = params.get("draft_model")
         self._model = LlamaModel.load(
             model_path,
             n_gpu_layers=n_gpu_layers,
@@ -159,6 +161,8 @@ class Llama:
             progress=progress,
             rpc_servers=rpc_servers,
             tensor_overrides=tensor_overrides,
+            # draft-mtp drafts with the model's own MTP layers, which load only if asked
+            load_mtp=isinstance(draft, str) and uses_mtp({"types": draft}),
         )
         try:
             self._setup(**params)

@@ -4,13 +4,14 @@
 in practice :class:`LlamaPromptLookupDecoding`. Here it takes that class (mapped onto
 llama.cpp's ``ngram-simple``), a draft model (a path or a loaded
 :class:`~llama_cy.LlamaModel`, for llama.cpp's ``draft-simple``), or llama-server's
-``--spec-type`` names for the n-gram types.
+``--spec-type`` names for the n-gram types and ``draft-mtp`` (the model's own MTP layers,
+loaded for it).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,13 @@ from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
 from llama_cy._speculative import SPEC_TYPES, Speculator
 
-__all__ = ["DraftModel", "LlamaPromptLookupDecoding", "speculator", "speculator_settings"]
+__all__ = [
+    "DraftModel",
+    "LlamaPromptLookupDecoding",
+    "speculator",
+    "speculator_settings",
+    "uses_mtp",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +108,7 @@ def speculator_settings(
         )
     given = {"draft_max": draft_max, "draft_min": draft_min, "draft_p_min": draft_p_min}
     given = {k: v for k, v in given.items() if v is not None}
-    if given and "draft_model" not in settings:
+    if given and "draft_model" not in settings and not uses_mtp(settings):
         raise ValueError(
             f"{', '.join(given)}: bounds for a draft model's drafts, and there is none"
         )
@@ -114,6 +121,14 @@ def speculator_settings(
     if draft_p_min is not None:
         settings["p_min"] = draft_p_min
     return settings
+
+
+def uses_mtp(settings: Mapping[str, Any]) -> bool:
+    """Whether ``settings`` draft with the target's own MTP layers (``draft-mtp``): the
+    model must be loaded with them (``LlamaModel.load(load_mtp=True)``)."""
+    types = settings.get("types") or ()
+    names = types.split(",") if isinstance(types, str) else types
+    return "draft-mtp" in [str(n).strip() for n in names]
 
 
 def _is_type_list(text: str) -> bool:
@@ -131,7 +146,7 @@ def speculator(ctx: LlamaContext, settings: dict[str, Any], context: dict[str, A
             "recurrent and hybrid models are not supported"
         )
     kw = dict(settings)
-    if kw.get("draft_model") is not None:
+    if kw.get("draft_model") is not None or uses_mtp(kw):
         shared = ("kv_unified", "n_threads", "n_threads_batch", "flash_attn", "swa_full")
         draft_context = {k: context[k] for k in shared if context.get(k) is not None}
         draft_context.update(kw.get("draft_context") or {})

@@ -333,8 +333,9 @@ FLAGS: tuple[Flag, ...] = (
        help="draft model for speculative decoding (draft-simple unless --spec-type says)",
        commands=GENERATE | SERVE),
     used("--spec-type", "spec_type", "TYPES", repeat=True, env="LLAMA_ARG_SPEC_TYPE",
-       help="speculative types, comma-separated: draft-simple, ngram-simple, ngram-map-k, "
-            "ngram-map-k4v, ngram-mod, ngram-cache, or none", commands=GENERATE | SERVE),
+       help="speculative types, comma-separated: draft-simple, draft-mtp, ngram-simple, "
+            "ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache, or none",
+       commands=GENERATE | SERVE),
     used("--spec-ngram-mod-n-min", "spec_ngram_mod_n_min", "N", type=int,
        help="ngram-mod: fewest tokens a draft keeps (default: 48)"),
     used("--spec-ngram-mod-n-max", "spec_ngram_mod_n_max", "N", type=int,

@@ -14,6 +14,7 @@ from llama_cy._model import LlamaModel
 from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 from llama_cy.sampling import eog_bias
+from llama_cy.speculative import uses_mtp
 
 _log = logging.getLogger("llama_cy.server")
 
@@ -296,12 +297,14 @@ _FIT_LOAD = (
 def load_model(
     settings: ServerSettings, progress: Callable[[float], bool | None] | None = None
 ) -> LlamaModel:
-    """The model the server runs."""
+    """The model the server runs (with its MTP layers for --spec-type draft-mtp, as
+    common_model_params_to_llama sets load_mtp)."""
     return LlamaModel.load(
         settings.model,
         n_gpu_layers=settings.n_gpu_layers,
         rpc_servers=settings.rpc,
         progress=progress,
+        load_mtp=uses_mtp(settings.speculative or {}),
         **load_keywords(settings.load),
     )
 
