@@ -12,8 +12,8 @@ cdef class LlamaContext(ViewOwner):
     cdef llama_context *ptr
     cdef llama_memory_t mem
     cdef readonly LlamaModel model
-    # An MTP context's target, whose hidden states and memory it reads (ctx_other).
-    cdef readonly LlamaContext mtp_of
+    # A draft context's target, whose hidden states it reads (llama.cpp's ctx_other).
+    cdef readonly LlamaContext ctx_other
     cdef PyThread_type_lock _lock
     cdef unsigned long _lock_owner
     cdef readonly int n_ctx

@@ -263,10 +263,10 @@ cdef class LlamaContext(ViewOwner):
     they hold the results of the latest ``decode`` and are overwritten by the next one
     (copy a view to keep it). A decode that would make llama.cpp reallocate that buffer
     while views are alive raises :class:`~llama_cy.errors.LlamaError` instead.
-    ``mtp_of`` (a context of the same model, loaded with ``load_mtp=True``) makes this
-    one llama.cpp's MTP draft context for it: the model's NextN layers, reading that
-    context's hidden states (``LLAMA_CONTEXT_TYPE_MTP``, ``ctx_other``); its size is
-    that context's.
+    ``ctx_other`` makes this a draft context for that (target) context, whose hidden
+    states it reads, as llama.cpp's speculative decoding makes them; its size is the
+    target's. With ``ctx_type="mtp"`` it is an MTP context: the target's own model,
+    loaded with ``load_mtp=True``, drafting with its NextN layers.
     """
 
     def __cinit__(self, LlamaModel model not None, *, n_ctx=4096, n_batch=512, n_ubatch=None,
@@ -277,7 +277,8 @@ cdef class LlamaContext(ViewOwner):
                   yarn_orig_ctx=None, type_k=None, type_v=None, bint embeddings=False,
                   offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
                   op_offload=None, samplers=None, n_outputs_max=None, n_outputs_max_per_seq=None,
-                  cpu_params=None, cpu_params_batch=None, LlamaContext mtp_of=None):
+                  cpu_params=None, cpu_params_batch=None, str ctx_type="default",
+                  LlamaContext ctx_other=None):
         self.ptr = NULL
         self._samplers = {}
         self._samplers_changed = False
@@ -304,20 +305,24 @@ cdef class LlamaContext(ViewOwner):
             type_k, type_v, embeddings, offload_kqv, swa_full, kv_unified, no_perf, op_offload,
             n_outputs_max, n_outputs_max_per_seq)
         self._swa_full = p.swa_full
-        if mtp_of is not None:
-            # llama.cpp's MTP draft context: the target model's NextN layers, fed the
-            # target context's hidden states, as common_speculative_init_from_params makes it.
-            mtp_of._ensure_alive()
-            if mtp_of.model is not model:
-                raise ContextCreationError("mtp_of: a context of this same model")
+        if ctx_type not in ("default", "mtp"):
+            raise ValueError(f"ctx_type must be 'default' or 'mtp', not {ctx_type!r}")
+        if ctx_type == "mtp":
+            # The target model's NextN layers, fed the target context's hidden states.
+            if ctx_other is None or ctx_other.model is not model:
+                raise ContextCreationError("ctx_type='mtp': ctx_other must be a context of "
+                                           "this same model")
             if not model.mtp:
                 raise ContextCreationError(
-                    "mtp_of: the model's MTP layers were not loaded (LlamaModel.load("
-                    "load_mtp=True); the model has "
-                    f"{c.llama_model_n_layer_nextn(model.ptr)})")
+                    "ctx_type='mtp': the model's MTP layers were not loaded "
+                    "(LlamaModel.load(load_mtp=True)); it has "
+                    f"{c.llama_model_n_layer_nextn(model.ptr)} NextN layers")
             p.ctx_type = c.LLAMA_CONTEXT_TYPE_MTP
-            p.ctx_other = mtp_of.ptr
-            p.n_ctx = mtp_of.n_ctx
+        if ctx_other is not None:
+            # As common_speculative_init_from_params makes a draft context.
+            ctx_other._ensure_alive()
+            p.ctx_other = ctx_other.ptr
+            p.n_ctx = ctx_other.n_ctx
             p.n_rs_seq = 0
         _check_k_blocks(model, &p)
         p.abort_callback = _abort_callback
@@ -355,9 +360,9 @@ cdef class LlamaContext(ViewOwner):
             raise MemoryError()
         self.model = model
         model._acquire()
-        if mtp_of is not None:
-            self.mtp_of = mtp_of
-            mtp_of._acquire()  # freed after this context, which reads it
+        if ctx_other is not None:
+            self.ctx_other = ctx_other
+            ctx_other._acquire()  # freed after this context, which reads it
         self._closed = False
         if not self.vocab_only:  # llama.cpp made no backends to run threadpools on
             self._attach_threadpools(c.llama_n_threads(self.ptr), c.llama_n_threads_batch(self.ptr))
@@ -390,8 +395,8 @@ cdef class LlamaContext(ViewOwner):
             c.llama_free(self.ptr)
             self.ptr = NULL
             self.model._release()
-            if self.mtp_of is not None:
-                self.mtp_of._release()
+            if self.ctx_other is not None:
+                self.ctx_other._release()
             self._release_loras()
             self._release_samplers()
         self._free_threadpools()

@@ -42,11 +42,24 @@ cdef extern from "_speculative_shim.h" namespace "lcy" nogil:
         void accept(int32_t seq, int32_t n) except +
 
 
-# The types llama_cy runs: the draft-model one, MTP (the target model's own NextN layers)
-# and the n-gram ones (draft-eagle3, -dflash and -dspark need draft models of their own
-# kinds, which read the target's hidden states: not built here).
-SPEC_TYPES = ("draft-simple", "draft-mtp", "ngram-simple", "ngram-map-k", "ngram-map-k4v",
-              "ngram-mod", "ngram-cache")
+# The types llama_cy runs: the draft-model ones (draft-simple; draft-eagle3, whose draft
+# reads the target's hidden states), MTP (the target model's own NextN layers) and the
+# n-gram ones (draft-dflash and -dspark are not built here).
+SPEC_TYPES = ("draft-simple", "draft-eagle3", "draft-mtp", "ngram-simple", "ngram-map-k",
+              "ngram-map-k4v", "ngram-mod", "ngram-cache")
+
+
+def _check_eagle3(LlamaContext target, LlamaModel draft):
+    """An EAGLE3 draft for ``target``'s model: what llama.cpp asserts, checked first."""
+    if draft is None:
+        raise ValueError("draft-eagle3 needs its EAGLE3 draft model")
+    arch = draft.meta_val("general.architecture")
+    if arch != "eagle3":
+        raise ValueError(f"draft-eagle3: the draft model is a {arch!r} model, not an EAGLE3 one")
+    hidden = draft.meta_val("eagle3.target_hidden_size")
+    if hidden is None or int(hidden) != target.model.n_embd:
+        raise ValueError(f"draft-eagle3: the draft reads {hidden}-wide hidden states; the "
+                         f"target's are {target.model.n_embd} wide")
 
 
 cdef const llama_token *_tokens(const int32_t[::1] view) noexcept:
@@ -85,8 +98,8 @@ cdef class Speculator(Handle):
     cdef readonly LlamaContext target
     cdef LlamaContext _draft
     cdef readonly int n_seq
-    # draft-mtp reads the target's hidden state at every prompt position: the caller
-    # asks for an output at each (llama-server's need_embd with MTP).
+    # draft-mtp and draft-eagle3 read the target's hidden states at every prompt
+    # position: the caller asks for an output at each (llama-server's need_embd).
     cdef readonly bint all_outputs
 
     def __cinit__(self, LlamaContext target not None, types=None, *,
@@ -108,10 +121,18 @@ cdef class Speculator(Handle):
             if name not in SPEC_TYPES:
                 raise ValueError(f"unknown or unsupported speculative type {name!r}; "
                                  f"expected one of {', '.join(SPEC_TYPES)}")
-        if draft_model is not None and "draft-simple" not in names:
-            raise ValueError("a draft model is used by the draft-simple type only; "
-                             f"the types given are {', '.join(names)}")
+        if draft_model is not None and "draft-simple" not in names \
+                and "draft-eagle3" not in names:
+            raise ValueError("a draft model is used by the draft-simple and draft-eagle3 "
+                             f"types only; the types given are {', '.join(names)}")
         mtp = "draft-mtp" in names  # the target model's own MTP layers draft
+        eagle3 = "draft-eagle3" in names
+        if eagle3:
+            _check_eagle3(target, draft_model)
+        if mtp and not target.model.mtp:
+            raise ValueError("draft-mtp: the target model's MTP layers are not loaded "
+                             "(LlamaModel.load(load_mtp=True)); it has "
+                             f"{target.model.n_layer_nextn} NextN layers")
         config = {"types": names}
         for key, value in (("n_max", n_max), ("n_min", n_min)):
             if value is not None:
@@ -136,7 +157,12 @@ cdef class Speculator(Handle):
             kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
                           n_seq_max=target.n_seq_max)
             kwargs.update(draft_context or {})
-            draft = LlamaContext(target.model, mtp_of=target, **kwargs)
+            draft = LlamaContext(target.model, ctx_type="mtp", ctx_other=target, **kwargs)
+        elif eagle3:  # as common_speculative_init_from_params: it reads the target's states
+            kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
+                          n_seq_max=target.n_seq_max)
+            kwargs.update(draft_context or {})
+            draft = LlamaContext(draft_model, ctx_other=target, **kwargs)
         elif draft_model is not None:
             kwargs = dict(n_ctx=target.n_ctx, n_batch=target.n_batch, n_ubatch=target.n_ubatch,
                           n_seq_max=target.n_seq_max)
@@ -157,7 +183,7 @@ cdef class Speculator(Handle):
             raise ValueError(f"speculative decoding: {exc}") from None
         self.target = target
         self._draft = draft
-        self.all_outputs = mtp
+        self.all_outputs = mtp or eagle3
         self.n_seq = target.n_seq_max
         self._closed = False
 

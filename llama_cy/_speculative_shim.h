@@ -12,6 +12,7 @@
 #include "json.h"
 #include "ngram-cache.h"
 #include "speculative.h"
+#include "../src/llama-ext.h"  // llama_model_target_layer_ids (EAGLE3), as speculative.cpp
 
 #include <cstdint>
 #include <fstream>
@@ -89,7 +90,28 @@ struct Speculative {
                         throw std::invalid_argument("draft-mtp needs an MTP context of the target");
                     }
                     break;
-                case COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3:
+                case COMMON_SPECULATIVE_TYPE_DRAFT_EAGLE3: {
+                    if (dft == nullptr) {
+                        throw std::invalid_argument("draft-eagle3 needs its EAGLE3 draft model");
+                    }
+                    // common_speculative aborts on these: refused here first
+                    const llama_model * md = llama_get_model(dft);
+                    const uint32_t n_ids = llama_model_target_layer_ids_n(md);
+                    if (n_ids != 3) {
+                        throw std::invalid_argument("draft-eagle3: the draft names " + std::to_string(n_ids) +
+                                                    " target layers, not 3");
+                    }
+                    const int32_t n_layer = llama_model_n_layer(llama_get_model(tgt));
+                    const int32_t * ids = llama_model_target_layer_ids(md);
+                    for (uint32_t k = 0; k < n_ids; ++k) {
+                        if (ids[k] < 0 || ids[k] > n_layer) {
+                            throw std::invalid_argument("draft-eagle3: the draft reads target layer " +
+                                                        std::to_string(ids[k]) + "; the target has " +
+                                                        std::to_string(n_layer));
+                        }
+                    }
+                    break;
+                }
                 case COMMON_SPECULATIVE_TYPE_DRAFT_DFLASH:
                 case COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK:
                     // They read the target's hidden states through a context built for them.

@@ -3,9 +3,9 @@
 ``draft_model`` is llama-cpp-python's argument: there it takes a ``LlamaDraftModel``,
 in practice :class:`LlamaPromptLookupDecoding`. Here it takes that class (mapped onto
 llama.cpp's ``ngram-simple``), a draft model (a path or a loaded
-:class:`~llama_cy.LlamaModel`, for llama.cpp's ``draft-simple``), or llama-server's
-``--spec-type`` names for the n-gram types and ``draft-mtp`` (the model's own MTP layers,
-loaded for it).
+:class:`~llama_cy.LlamaModel`: llama.cpp's ``draft-simple``, or ``draft-eagle3`` for an
+EAGLE3 draft), or llama-server's ``--spec-type`` names for the n-gram types and
+``draft-mtp`` (the model's own MTP layers, loaded for it).
 """
 
 from __future__ import annotations
@@ -93,13 +93,15 @@ def speculator_settings(
             },
         }
     elif isinstance(draft_model, LlamaModel):
-        settings = {"types": "draft-simple", "draft_model": draft_model}
+        settings = {"types": _draft_type(draft_model), "draft_model": draft_model}
     elif isinstance(draft_model, str) and _is_type_list(draft_model):
-        if "draft-simple" in draft_model:
-            raise ValueError("draft-simple needs a draft model: pass its path or LlamaModel")
+        for kind in ("draft-simple", "draft-eagle3"):
+            if kind in draft_model:
+                raise ValueError(f"{kind} needs a draft model: pass its path or LlamaModel")
         settings = {"types": draft_model}
     elif isinstance(draft_model, (str, os.PathLike)):
-        settings = {"types": "draft-simple", "draft_model": load(draft_model)}
+        model = load(draft_model)
+        settings = {"types": _draft_type(model), "draft_model": model}
     else:
         raise TypeError(
             "draft_model must be a LlamaPromptLookupDecoding, a draft model (path or "
@@ -121,6 +123,12 @@ def speculator_settings(
     if draft_p_min is not None:
         settings["p_min"] = draft_p_min
     return settings
+
+
+def _draft_type(model: LlamaModel) -> str:
+    """An EAGLE3 draft model drafts as draft-eagle3 (llama-server infers it from the
+    draft's kind too), any other as draft-simple."""
+    return "draft-eagle3" if model.meta_val("general.architecture") == "eagle3" else "draft-simple"
 
 
 def uses_mtp(settings: Mapping[str, Any]) -> bool:

@@ -1,8 +1,10 @@
-"""MTP drafting (llama-server's ``--spec-type draft-mtp``): the target model's own NextN
-layer drafts the next tokens from the trunk's hidden state, through llama.cpp's
-``common_speculative`` and an MTP context on the target (``LLAMA_CONTEXT_TYPE_MTP``,
-``ctx_other``). The model is a tiny GLM-4.5-style MoE with one NextN layer, written by
-the tests. As with every speculative type, the output equals plain greedy decoding.
+"""Drafting from the target's hidden states, through llama.cpp's ``common_speculative``:
+MTP (llama-server's ``--spec-type draft-mtp``: the target model's own NextN layer, in an
+MTP context on the target, ``LLAMA_CONTEXT_TYPE_MTP`` with ``ctx_other``) and EAGLE3
+(``draft-eagle3``: a draft model reading three of the target's layers). The models are
+tiny ones written by the tests (a GLM-4.5-style MoE with one NextN layer; an EAGLE3
+draft for the tiny llama). As with every speculative type, the output equals plain
+greedy decoding.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 import child
 import pytest
 from serving import Server
-from tiny_mtp import write_tiny_glm4moe_mtp
+from tiny_mtp import write_tiny_eagle3, write_tiny_glm4moe_mtp
 
 import llama_cy as lc
 from llama_cy.errors import ContextCreationError
@@ -44,18 +46,18 @@ def test_the_mtp_layer_loads_on_request(mtp_path: Path) -> None:
         assert not model.mtp  # llama.cpp skips the NextN layer unless asked
         ctx = lc.LlamaContext(model, n_ctx=256)
         with pytest.raises(ContextCreationError, match="load_mtp=True"):
-            lc.LlamaContext(model, mtp_of=ctx)
+            lc.LlamaContext(model, ctx_type="mtp", ctx_other=ctx)
         ctx.close()
     with lc.LlamaModel.load(mtp_path, load_mtp=True) as model:
         assert model.mtp
         ctx = lc.LlamaContext(model, n_ctx=256, n_threads=2)
-        mtp = lc.LlamaContext(model, mtp_of=ctx, n_threads=2)
-        assert mtp.mtp_of is ctx
+        mtp = lc.LlamaContext(model, ctx_type="mtp", ctx_other=ctx, n_threads=2)
+        assert mtp.ctx_other is ctx
         assert mtp.n_ctx == ctx.n_ctx
         other = lc.LlamaContext(model, n_ctx=256)
         again = lc.LlamaModel.load(mtp_path, load_mtp=True)
         with again, pytest.raises(ContextCreationError, match="same model"):
-            lc.LlamaContext(again, mtp_of=other)
+            lc.LlamaContext(again, ctx_type="mtp", ctx_other=other)
         ctx.close()  # the MTP context keeps its target until it goes
         assert not mtp.closed
         mtp.close()
@@ -78,7 +80,7 @@ def test_llama_drafts_with_mtp_and_keeps_greedy_output(
         assert timings is not None
         assert timings.draft_n > 0  # the NextN layer drafted
         assert 0 <= timings.draft_n_accepted <= timings.draft_n
-    with pytest.raises(ValueError, match="draft-simple type only"):
+    with pytest.raises(ValueError, match="draft-simple and draft-eagle3 types only"):
         lc.Speculator(lc.LlamaContext(lc.LlamaModel.load(mtp_path, load_mtp=True)),
                       "draft-mtp", draft_model=lc.LlamaModel.load(mtp_path))  # fmt: skip
 
@@ -111,3 +113,73 @@ def test_a_model_without_mtp_layers_is_refused(tiny_model_path: Path, mtp_path: 
     r = child.run_python(HOSTILE, str(tiny_model_path), str(mtp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["1", "True"]
+
+
+# ---- EAGLE3: a draft model of its own kind, reading three of the target's layers --------
+
+
+@pytest.fixture(scope="module")
+def eagle3_path(model_cache: Path) -> Path:
+    """An EAGLE3 draft for the tiny llama (64 wide, 2 layers): it reads the inputs of
+    layers 0 and 1 and the trunk's output (layer 2)."""
+    path = model_cache / "tiny-eagle3-v1.gguf"
+    if not path.is_file():
+        write_tiny_eagle3(path.with_suffix(".partial")).replace(path)
+    return path
+
+
+def test_eagle3_drafts_and_keeps_greedy_output(tiny_model_path: Path, eagle3_path: Path) -> None:
+    def run(**kw: object) -> lc.completion.Completion:
+        with lc.Llama(str(tiny_model_path), n_ctx=1024, n_threads=2, **kw) as llm:  # type: ignore[arg-type]
+            if kw:
+                assert llm._spec is not None
+                assert llm._spec.types == "draft-eagle3"  # inferred from the draft's kind
+                assert llm._spec.all_outputs
+            job = llm.preparer.completion(PROMPT, max_tokens=48, temperature=0.0)
+            return lc.completion.join_chunks(llm.generate(job))
+
+    plain, drafted = run(), run(draft_model=str(eagle3_path))
+    assert drafted.tokens == plain.tokens
+    assert drafted.timings is not None
+    assert drafted.timings.draft_n > 0
+    with Server(
+        tiny_model_path, "--spec-type", "draft-eagle3", "-md", str(eagle3_path), "-c", "1024",
+        "-t", "2",
+    ) as server:  # fmt: skip
+        body = {"prompt": PROMPT, "n_predict": 48, "temperature": 0, "return_tokens": True}
+        status, _, out = server.request("POST", "/completion", body)
+        assert status == 200, out
+        assert out["tokens"] == plain.tokens
+        assert out["timings"]["draft_n"] > 0
+
+
+EAGLE3_PAIRS = """
+import sys
+import llama_cy as lc
+target = lc.LlamaModel.load(sys.argv[1])
+ctx = lc.LlamaContext(target, n_ctx=256)
+errors = []
+for path in sys.argv[2:]:  # a draft for a wider target; one reading a layer it lacks; not EAGLE3
+    draft = lc.LlamaModel.load(path)
+    try:
+        lc.Speculator(ctx, "draft-eagle3", draft_model=draft)
+    except ValueError as e:
+        errors.append(str(e).split(":")[0])
+try:
+    lc.Speculator(ctx, "draft-eagle3")
+except ValueError as e:
+    errors.append("none")
+good = lc.LlamaModel.load(sys.argv[2].replace("wide", "ok"))
+ok = lc.Speculator(ctx, "draft-eagle3", draft_model=good)
+print(len(errors), ok.types)
+"""
+
+
+def test_mismatched_eagle3_pairs_are_refused(tiny_model_path: Path, tmp_path: Path) -> None:
+    wide = write_tiny_eagle3(tmp_path / "wide.gguf", n_embd_target=96)
+    deep = write_tiny_eagle3(tmp_path / "deep.gguf", target_layers=(0, 1, 7))
+    write_tiny_eagle3(tmp_path / "ok.gguf")
+    r = child.run_python(EAGLE3_PAIRS, str(tiny_model_path), str(wide), str(deep),
+                         str(tiny_model_path))  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["4", "draft-eagle3"]

@@ -148,11 +148,17 @@ def test_speculator_loop_equals_greedy(
 
 def test_speculator_rejects_bad_use(gemma_model: lc.LlamaModel) -> None:
     with lc.LlamaContext(gemma_model, n_ctx=256, n_threads=2) as ctx:
-        for bad in ("draft-eagle3", "ngram-nope", "none", ""):
+        for bad in ("draft-dflash", "ngram-nope", "none", ""):
             with pytest.raises(ValueError, match="speculative type"):
                 lc.Speculator(ctx, bad)
         with pytest.raises(ValueError, match="draft-simple needs a draft model"):
             lc.Speculator(ctx, "draft-simple")
+        with pytest.raises(ValueError, match="draft-eagle3 needs its EAGLE3 draft model"):
+            lc.Speculator(ctx, "draft-eagle3")
+        with pytest.raises(ValueError, match="not an EAGLE3 one"):
+            lc.Speculator(ctx, "draft-eagle3", draft_model=gemma_model)
+        with pytest.raises(ValueError, match="load_mtp=True"):  # Gemma has no NextN layers
+            lc.Speculator(ctx, "draft-mtp")
         with pytest.raises(ValueError, match="n_max"):
             lc.Speculator(ctx, "draft-simple", draft_model=gemma_model, n_max=0)
         with pytest.raises(ValueError, match="n_min"):

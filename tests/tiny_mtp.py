@@ -1,7 +1,9 @@
-"""A tiny model with an MTP (NextN) layer, written with the gguf package: llama.cpp's
-``glm4moe`` (GLM-4.5: a dense first block, MoE blocks with a shared expert and sigmoid
-routing), whose last block is the NextN layer that drafts the token after next from the
-trunk's hidden state (``draft-mtp``)."""
+"""Tiny drafters that read a target's hidden states, written with the gguf package: a
+model with an MTP (NextN) layer, llama.cpp's ``glm4moe`` (GLM-4.5: a dense first block,
+MoE blocks with a shared expert and sigmoid routing) whose last block drafts from the
+trunk's hidden state (``draft-mtp``); and an EAGLE3 draft model (``eagle3``: one decoder
+block over the target's token embedding and three of its layers' hidden states,
+``draft-eagle3``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import gguf
 import numpy as np
 from tiny_model import _copy_tokenizer, _finish, _weights, vocab_file
 
-__all__ = ["write_tiny_glm4moe_mtp"]
+__all__ = ["write_tiny_eagle3", "write_tiny_glm4moe_mtp"]
 
 
 def write_tiny_glm4moe_mtp(
@@ -85,5 +87,57 @@ def write_tiny_glm4moe_mtp(
             writer.add_tensor(f"{b}.nextn.eh_proj.weight", weight(n_embd, 2 * n_embd))
             writer.add_tensor(f"{b}.nextn.enorm.weight", ones)
             writer.add_tensor(f"{b}.nextn.hnorm.weight", ones)
+    _finish(writer)
+    return path
+
+
+def write_tiny_eagle3(
+    path: Path,
+    *,
+    vocab: str = "llama-spm",
+    n_embd_target: int = 64,
+    target_layers: tuple[int, int, int] = (0, 1, 2),
+    n_embd: int = 64,
+    n_head: int = 4,
+    n_head_kv: int = 2,
+    n_ff: int = 128,
+    seed: int = 5,
+) -> Path:
+    """An EAGLE3 draft for a target ``n_embd_target`` wide, reading the inputs of its
+    ``target_layers`` (the last may be its layer count: its output)."""
+    arch = "eagle3"
+    weight = _weights(np.random.default_rng(seed))
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name("tiny-eagle3")
+    n_vocab = _copy_tokenizer(gguf.GGUFReader(vocab_file(vocab)), writer)
+    head_dim = n_embd // n_head
+    n_kv = n_head_kv * head_dim
+    writer.add_context_length(4096)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(1)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_array(f"{arch}.target_layers", list(target_layers))
+    writer.add_uint32(f"{arch}.target_hidden_size", n_embd_target)
+    writer.add_vocab_size(n_vocab)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    ones = np.ones(n_embd, dtype=np.float32)
+    writer.add_tensor("token_embd.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("fc.weight", weight(n_embd, 3 * n_embd_target))
+    writer.add_tensor("output_norm.weight", ones)
+    writer.add_tensor("output.weight", weight(n_vocab, n_embd))
+    writer.add_tensor("blk.0.attn_norm.weight", ones)
+    writer.add_tensor("blk.0.attn_norm_2.weight", ones)
+    writer.add_tensor("blk.0.attn_q.weight", weight(n_embd, 2 * n_embd))
+    writer.add_tensor("blk.0.attn_k.weight", weight(n_kv, 2 * n_embd))
+    writer.add_tensor("blk.0.attn_v.weight", weight(n_kv, 2 * n_embd))
+    writer.add_tensor("blk.0.attn_output.weight", weight(n_embd, n_embd))
+    writer.add_tensor("blk.0.ffn_norm.weight", ones)
+    writer.add_tensor("blk.0.ffn_gate.weight", weight(n_ff, n_embd))
+    writer.add_tensor("blk.0.ffn_up.weight", weight(n_ff, n_embd))
+    writer.add_tensor("blk.0.ffn_down.weight", weight(n_embd, n_ff))
     _finish(writer)
     return path
