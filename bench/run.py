@@ -34,7 +34,7 @@ from rows_core import (
 )
 from rows_multimodal import bench_multimodal
 from rows_serving import bench_batched, bench_checkpoints, bench_server
-from rows_speculative import bench_speculative
+from rows_speculative import bench_hidden_state_drafts, bench_speculative
 
 
 def main() -> None:
@@ -53,11 +53,13 @@ def main() -> None:
             "core",
             "batched",
             "speculative",
+            "drafters",
             "multimodal",
             "checkpoints",
         ],
         help="run one group of comparisons: server (7), threads (8), batched (6), "
-        "speculative (9), multimodal (10), checkpoints (11), or core (1) and (4)",
+        "speculative (9), drafters (9: MTP, EAGLE3), multimodal (10), checkpoints (11), "
+        "or core (1) and (4)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
@@ -87,6 +89,11 @@ def main() -> None:
         rows = []
         bench_speculative(rows, native.build_tools(WORK / "native"), models, args)
         print(f"wrote {report(rows, args, args.out, suffix='-speculative')}")
+        return
+    if args.only == "drafters":
+        rows = []
+        bench_hidden_state_drafts(rows, native.build_tools(WORK / "native"), args)
+        print(f"wrote {report(rows, args, args.out, suffix='-drafters')}")
         return
     if args.only == "checkpoints":
         rows = []
