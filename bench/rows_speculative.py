@@ -167,7 +167,9 @@ def bench_hidden_state_drafts(rows: list[Comparison], tools: dict[str, Path], ar
                     t = out["timings"]
                     replies[f"{prog} {config}"] = (out["content"], t.get("draft_n"),
                                                    t.get("draft_n_accepted"))  # fmt: skip
-        print(f"  {kind}: {replies}", flush=True)
+        print(
+            f"  {kind}: drafted/accepted { ({k: v[1:] for k, v in replies.items()}) }", flush=True
+        )
         if len({r[0] for r in replies.values()}) != 1:
             raise RuntimeError(f"{kind}: the replies differ: {replies}")
         gain = {
