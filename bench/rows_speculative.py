@@ -24,7 +24,10 @@ def bench_speculative(
     plain = lc.Llama.from_model(model, **kw)
     drafts: dict[str, Any] = {
         f"draft_model={speculative.SPEC_TYPE!r}": speculative.SPEC_TYPE,
-        "LlamaPromptLookupDecoding(10, 2)": lc.LlamaPromptLookupDecoding(10, 2),
+        # llama-cpp-python README's: max_ngram_size=2 (its default), 10 tokens a draft
+        "LlamaPromptLookupDecoding(num_pred_tokens=10)": lc.LlamaPromptLookupDecoding(
+            num_pred_tokens=10
+        ),
     }
     _, want = speculative.llama_speed(plain)
 
