@@ -104,6 +104,7 @@ class MtmdContext(ViewOwner):
         video_fps: float = 4.0,
         video_timestamp_interval_ms: int = 5000,
         video_ffmpeg_dir: str | PathLike[str] | None = None,
+        media_marker: str | None = None,
     ) -> Self: ...
     @property
     def model(self) -> LlamaModel: ...

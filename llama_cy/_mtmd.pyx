@@ -417,15 +417,16 @@ cdef class MtmdContext(ViewOwner):
     projector) are read through ffmpeg and ffprobe, from ``video_ffmpeg_dir`` or the
     ``PATH``: ``video_fps`` frames a second (<= 0: the video's own rate), with a text
     timestamp every ``video_timestamp_interval_ms`` (<= 0: none), llama-server's
-    ``--video-fps``, ``--video-timestamp-interval`` and ``--video-ffmpeg-dir``. One
-    thread at a time encodes; others wait.
+    ``--video-fps``, ``--video-timestamp-interval`` and ``--video-ffmpeg-dir``.
+    ``media_marker`` replaces :func:`default_marker` in prompts (llama-server's random
+    per-process one). One thread at a time encodes; others wait.
     """
 
     def __cinit__(self, LlamaModel model not None, path, *, bint use_gpu=True,
                   n_threads=None, int image_min_tokens=-1, int image_max_tokens=-1,
                   flash_attn=None, bint warmup=True, bint print_timings=False,
                   Device device=None, int batch_max_tokens=1024, float video_fps=4.0,
-                  video_timestamp_interval_ms=5000, video_ffmpeg_dir=None):
+                  video_timestamp_interval_ms=5000, video_ffmpeg_dir=None, media_marker=None):
         self.ptr = NULL
         model._ensure_alive()
         if not os.path.isfile(path):
@@ -450,6 +451,12 @@ cdef class MtmdContext(ViewOwner):
         params.image_min_tokens = image_min_tokens
         params.image_max_tokens = image_max_tokens
         params.batch_max_tokens = batch_max_tokens
+        cdef bytes marker = None
+        if media_marker is not None:
+            if not isinstance(media_marker, str) or not media_marker:
+                raise ValueError("media_marker must be a non-empty string")
+            marker = media_marker.encode()
+            params.media_marker = marker  # copied by mtmd_init_from_file
         if flash_attn is not None:
             params.flash_attn_type = (c.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
                                       else c.LLAMA_FLASH_ATTN_TYPE_DISABLED)

@@ -20,7 +20,7 @@ from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from offload import LOGITS_TOL
 from serving import Server
 from test_mtmd import IMAGE, _greedy, _write_ppm, data_uri, image_message
-from test_server_mtmd import CHAT_TEMPLATE
+from test_server_mtmd import CHAT_TEMPLATE, rendered_prompt
 from tiny_model import (
     write_tiny_llama,
     write_tiny_qwen2vl_projector,
@@ -192,10 +192,9 @@ def test_server_with_the_openai_client(
                 {"role": "assistant", "content": replies[0]},
                 {"role": "user", "content": "And the colours?"},
             ]
-            status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
-            assert status == 200
+            prompt = rendered_prompt(server, messages)
             ref = run_mtmd_reference(
-                reference, qwen_path, projector, rendered["prompt"], [picture],
+                reference, qwen_path, projector, prompt, [picture],
                 tmp_path / f"r{len(replies)}", n_predict=8,
             )  # fmt: skip
             reply = client.chat.completions.create(

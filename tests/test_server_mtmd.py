@@ -63,14 +63,13 @@ def test_openai_client_image_equals_llama_cpps_greedy_tokens(
 ) -> None:
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
     messages = image_message("What is this?", data_uri(IMAGE, "image/jpeg"))
-    status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
-    assert status == 200
-    assert rendered["prompt"].count("<__media__>") == 1
+    prompt = rendered_prompt(server, messages)
+    assert prompt.count(lc._mtmd.default_marker()) == 1
     ref = run_mtmd_reference(
         build_mtmd_reference(model_cache),
         tiny_model_path,
         vision_path,
-        rendered["prompt"],
+        prompt,
         [IMAGE],
         tmp_path / "r",
         n_predict=6,
@@ -83,14 +82,45 @@ def test_openai_client_image_equals_llama_cpps_greedy_tokens(
     )
     assert reply.usage is not None
     assert reply.usage.prompt_tokens == ref["n_tokens"] - len(ref["tokens"])
-    status, _, detok = server.request("POST", "/detokenize", {"tokens": ref["tokens"]})
+    _, _, detok = server.request("POST", "/detokenize", {"tokens": ref["tokens"]})
     assert reply.choices[0].message.content == detok["content"]
+
+
+def marker(server: Server) -> str:
+    """The server's media marker, as llama-server gives it in /props (random per process)."""
+    value = server.request("GET", "/props")[2]["media_marker"]
+    assert isinstance(value, str)
+    return value
+
+
+def rendered_prompt(server: Server, messages: object) -> str:
+    """The server's prompt for ``messages``, its media marker made libmtmd's default (what
+    mtmd_ref's prompt holds)."""
+    status, _, rendered = server.request("POST", "/apply-template", {"messages": messages})
+    assert status == 200, rendered
+    text = rendered["prompt"]
+    assert isinstance(text, str)
+    return text.replace(marker(server), lc._mtmd.default_marker())
+
+
+def test_the_media_marker_is_the_servers_own(server: Server, tiny_model_path: Path) -> None:
+    """As llama-server: a random marker per process, told in /props, so that text in a
+    request cannot stand for media; $LLAMA_MEDIA_MARKER pins it."""
+    import re
+
+    assert re.fullmatch(r"<__media_[0-9A-Za-z]{32}__>", marker(server))
+    data = base64.b64encode(IMAGE.read_bytes()).decode()
+    literal = {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]}
+    status, _, err = server.request("POST", "/completion", {"prompt": literal, "n_predict": 1})
+    assert status == 400, err  # no marker in it: one image too many
+    with Server(tiny_model_path, env={"LLAMA_MEDIA_MARKER": "<image>"}) as plain:
+        assert marker(plain) == "<image>"  # reported without a projector too
 
 
 def test_completion_multimodal_data_and_prefix_reuse(server: Server) -> None:
     data = base64.b64encode(IMAGE.read_bytes()).decode()
     body = {
-        "prompt": {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]},
+        "prompt": {"prompt_string": f"Look: {marker(server)} It shows", "multimodal_data": [data]},
         "n_predict": 3,
         "temperature": 0,
         "id_slot": 1,
@@ -109,13 +139,13 @@ def test_completion_multimodal_data_and_prefix_reuse(server: Server) -> None:
 
 def test_v1_completions_multimodal_data_and_echo(server: Server) -> None:
     data = base64.b64encode(IMAGE.read_bytes()).decode()
-    prompt = {"prompt_string": "Look: <__media__> It shows", "multimodal_data": [data]}
+    prompt = {"prompt_string": f"Look: {marker(server)} It shows", "multimodal_data": [data]}
     body = {"prompt": prompt, "max_tokens": 3, "temperature": 0, "echo": True}
     status, _, out = server.request("POST", "/v1/completions", body)
     assert status == 200, out
     assert out["usage"]["prompt_tokens"] > 16
     echoed = out["choices"][0]["text"]  # the prompt echoed, its image as the marker
-    assert echoed.lstrip().startswith("Look: <__media__> It shows")
+    assert echoed.lstrip().startswith(f"Look: {marker(server)} It shows")
     status, _, native = server.request(
         "POST", "/completion", {"prompt": prompt, "n_predict": 3, "temperature": 0}
     )
@@ -149,7 +179,7 @@ def test_bad_media_get_400_and_the_server_goes_on(server: Server) -> None:
     status, _, err = server.request(
         "POST",
         "/completion",
-        {"prompt": {"prompt_string": "a <__media__>", "multimodal_data": ["@@"]}},
+        {"prompt": {"prompt_string": f"a {marker(server)}", "multimodal_data": ["@@"]}},
     )
     assert status == 400
     status, _, err = server.request(

@@ -33,7 +33,7 @@ from llama_cy.media import MediaSource
 from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine, RateWindow
-from llama_cy.server.modalities import architecture
+from llama_cy.server.modalities import architecture, media_marker
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import (
     ServerSettings,
@@ -132,6 +132,7 @@ class Server:
                 video_fps=settings.video_fps,
                 video_timestamp_interval_ms=settings.video_timestamp_interval,
                 video_ffmpeg_dir=settings.video_ffmpeg_dir,
+                media_marker=media_marker(),
             )
             self.preparer.mtmd = self.mtmd
             self.preparer.media_source = MediaSource(media_path=settings.media_path)
@@ -358,6 +359,7 @@ class Server:
             "bos_token": vocab.token_text(vocab.token_bos) if vocab.token_bos >= 0 else "",
             "eos_token": vocab.token_text(vocab.token_eos) if vocab.token_eos >= 0 else "",
             "modalities": self.modalities(),
+            "media_marker": media_marker(),
             "build_info": self.fingerprint,
             "endpoint_slots": settings.slots_endpoint,
             "endpoint_metrics": settings.metrics,
