@@ -89,6 +89,10 @@ cdef class Speculator(Handle):
     :class:`~llama_cy.LlamaModel` with the target's vocabulary; the speculator makes its
     own context on it, sized as ``target`` (``draft_context`` adds
     :class:`~llama_cy.LlamaContext` keywords, such as ``type_k`` or ``n_threads``).
+    ``draft-eagle3`` takes an EAGLE3 ``draft_model``, whose context reads three of the
+    target's layers; ``draft-mtp`` takes none: the target model (loaded with
+    ``load_mtp=True``) drafts with its own NextN layers, in an MTP context on ``target``.
+    Both want an output at every prompt position (:attr:`all_outputs`).
 
     ``n_max``/``n_min``/``p_min`` are llama-server's ``--spec-draft-n-max``/``-n-min``/
     ``-p-min`` (the most and fewest tokens a draft model proposes, and the probability
