@@ -59,7 +59,7 @@ def qwen_path(model_cache: Path, family: str) -> Path:
 
 @pytest.fixture(scope="module")
 def projector(model_cache: Path, family: str) -> Path:
-    path = model_cache / f"tiny-{family}-mmproj-v1.gguf"
+    path = model_cache / f"tiny-{family}-mmproj-v2.gguf"
     if not path.is_file():
         FAMILIES[family][2](path.with_suffix(".partial")).replace(path)
     return path

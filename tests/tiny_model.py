@@ -256,13 +256,18 @@ def _vit_blocks(
     n_ff: int,
     n_layer: int,
     k_bias: bool,
+    fused_qkv: bool = False,
 ) -> None:
-    """A pre-norm ViT encoder's blocks, as clip.cpp names them (``v.blk.N.*``/``a.blk.N.*``)."""
+    """A pre-norm ViT encoder's blocks, as clip.cpp names them (``v.blk.N.*``/``a.blk.N.*``);
+    ``fused_qkv``: one ``attn_qkv`` projection (Qwen3-VL) instead of three."""
     ones = np.ones(n_embd, dtype=np.float32)
     zeros = np.zeros(n_embd, dtype=np.float32)
     for i in range(n_layer):
         b = f"{prefix}.blk.{i}"
-        for proj in ("attn_q", "attn_k", "attn_v", "attn_out"):
+        if fused_qkv:
+            writer.add_tensor(f"{b}.attn_qkv.weight", weight(3 * n_embd, n_embd))
+            writer.add_tensor(f"{b}.attn_qkv.bias", weight(3 * n_embd) * np.float32(0.1))
+        for proj in ("attn_out",) if fused_qkv else ("attn_q", "attn_k", "attn_v", "attn_out"):
             writer.add_tensor(f"{b}.{proj}.weight", weight(n_embd, n_embd))
             if proj != "attn_k" or k_bias:
                 writer.add_tensor(f"{b}.{proj}.bias", weight(n_embd) * np.float32(0.1))
@@ -273,6 +278,28 @@ def _vit_blocks(
         writer.add_tensor(f"{b}.ffn_up.bias", weight(n_ff) * np.float32(0.1))
         writer.add_tensor(f"{b}.ffn_down.weight", weight(n_embd, n_ff))
         writer.add_tensor(f"{b}.ffn_down.bias", weight(n_embd) * np.float32(0.1))
+
+
+def _mlp(
+    writer: gguf.GGUFWriter,
+    weight: Callable[..., npt.NDArray[np.float32]],
+    n_in: int,
+    n_mm: int,
+    n_out: int,
+) -> None:
+    """The two-layer projection ``mm.0``/``mm.2`` (LLaVA's, Qwen-VL's mergers)."""
+    writer.add_tensor("mm.0.weight", weight(n_mm, n_in))
+    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
+    writer.add_tensor("mm.2.weight", weight(n_out, n_mm))
+    writer.add_tensor("mm.2.bias", weight(n_out) * np.float32(0.1))
+
+
+def _qwen_patches(
+    writer: gguf.GGUFWriter, weight: Callable[..., npt.NDArray[np.float32]], n_embd: int, p: int
+) -> None:
+    """Qwen-VL's two patch convolutions (one per frame of a pair), added."""
+    writer.add_tensor("v.patch_embd.weight", weight(n_embd, 3, p, p).astype(np.float16))
+    writer.add_tensor("v.patch_embd.weight.1", weight(n_embd, 3, p, p).astype(np.float16))
 
 
 def _vision_header(
@@ -352,10 +379,7 @@ def write_tiny_llava_projector(
     writer.add_tensor("v.pre_ln.weight", np.ones(n_embd, dtype=np.float32))
     writer.add_tensor("v.pre_ln.bias", np.zeros(n_embd, dtype=np.float32))
     _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
-    writer.add_tensor("mm.0.weight", weight(n_mm, n_embd))
-    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
-    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
-    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _mlp(writer, weight, n_embd, n_mm, n_embd_text)
     _finish(writer)
     return path
 
@@ -470,16 +494,11 @@ def write_tiny_qwen2vl_projector(
     )  # fmt: skip
     writer.add_array("clip.vision.image_mean", [0.48145466, 0.4578275, 0.40821073])
     writer.add_array("clip.vision.image_std", [0.26862954, 0.26130258, 0.27577711])
-    conv = (n_embd, 3, patch_size, patch_size)
-    writer.add_tensor("v.patch_embd.weight", weight(*conv).astype(np.float16))
-    writer.add_tensor("v.patch_embd.weight.1", weight(*conv).astype(np.float16))
+    _qwen_patches(writer, weight, n_embd, patch_size)
     _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True)
     writer.add_tensor("v.post_ln.weight", np.ones(n_embd, dtype=np.float32))
     writer.add_tensor("v.post_ln.bias", np.zeros(n_embd, dtype=np.float32))
-    writer.add_tensor("mm.0.weight", weight(n_mm, 4 * n_embd))
-    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
-    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
-    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _mlp(writer, weight, 4 * n_embd, n_mm, n_embd_text)
     _finish(writer)
     return path
 
@@ -509,39 +528,22 @@ def write_tiny_qwen3vl_projector(
     )  # fmt: skip
     writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
-    conv = (n_embd, 3, patch_size, patch_size)
-    writer.add_tensor("v.patch_embd.weight", weight(*conv).astype(np.float16))
-    writer.add_tensor("v.patch_embd.weight.1", weight(*conv).astype(np.float16))
+    _qwen_patches(writer, weight, n_embd, patch_size)
     writer.add_tensor("v.patch_embd.bias", weight(n_embd) * np.float32(0.1))
     writer.add_tensor("v.position_embd.weight", weight(16, n_embd))
     ones, zeros = np.ones(n_embd, dtype=np.float32), np.zeros(n_embd, dtype=np.float32)
-    for i in range(n_layer):
-        b = f"v.blk.{i}"
-        writer.add_tensor(f"{b}.attn_qkv.weight", weight(3 * n_embd, n_embd))
-        writer.add_tensor(f"{b}.attn_qkv.bias", weight(3 * n_embd) * np.float32(0.1))
-        writer.add_tensor(f"{b}.attn_out.weight", weight(n_embd, n_embd))
-        writer.add_tensor(f"{b}.attn_out.bias", weight(n_embd) * np.float32(0.1))
-        for norm in ("ln1", "ln2"):
-            writer.add_tensor(f"{b}.{norm}.weight", ones)
-            writer.add_tensor(f"{b}.{norm}.bias", zeros)
-        writer.add_tensor(f"{b}.ffn_up.weight", weight(n_ff, n_embd))
-        writer.add_tensor(f"{b}.ffn_up.bias", weight(n_ff) * np.float32(0.1))
-        writer.add_tensor(f"{b}.ffn_down.weight", weight(n_embd, n_ff))
-        writer.add_tensor(f"{b}.ffn_down.bias", weight(n_embd) * np.float32(0.1))
-        if i in deepstack:
-            d = f"v.deepstack.{i}"
-            writer.add_tensor(f"{d}.norm.weight", np.ones(4 * n_embd, dtype=np.float32))
-            writer.add_tensor(f"{d}.norm.bias", np.zeros(4 * n_embd, dtype=np.float32))
-            writer.add_tensor(f"{d}.fc1.weight", weight(n_mm, 4 * n_embd))
-            writer.add_tensor(f"{d}.fc1.bias", weight(n_mm) * np.float32(0.1))
-            writer.add_tensor(f"{d}.fc2.weight", weight(n_embd_text, n_mm))
-            writer.add_tensor(f"{d}.fc2.bias", weight(n_embd_text) * np.float32(0.1))
+    _vit_blocks(writer, weight, "v", n_embd, n_ff, n_layer, k_bias=True, fused_qkv=True)
+    for i in deepstack:  # a block's merged features, projected beside the main ones
+        d = f"v.deepstack.{i}"
+        writer.add_tensor(f"{d}.norm.weight", np.ones(4 * n_embd, dtype=np.float32))
+        writer.add_tensor(f"{d}.norm.bias", np.zeros(4 * n_embd, dtype=np.float32))
+        writer.add_tensor(f"{d}.fc1.weight", weight(n_mm, 4 * n_embd))
+        writer.add_tensor(f"{d}.fc1.bias", weight(n_mm) * np.float32(0.1))
+        writer.add_tensor(f"{d}.fc2.weight", weight(n_embd_text, n_mm))
+        writer.add_tensor(f"{d}.fc2.bias", weight(n_embd_text) * np.float32(0.1))
     writer.add_tensor("v.post_ln.weight", ones)
     writer.add_tensor("v.post_ln.bias", zeros)
-    writer.add_tensor("mm.0.weight", weight(n_mm, 4 * n_embd))
-    writer.add_tensor("mm.0.bias", weight(n_mm) * np.float32(0.1))
-    writer.add_tensor("mm.2.weight", weight(n_embd_text, n_mm))
-    writer.add_tensor("mm.2.bias", weight(n_embd_text) * np.float32(0.1))
+    _mlp(writer, weight, 4 * n_embd, n_mm, n_embd_text)
     _finish(writer)
     return path
 
