@@ -168,22 +168,17 @@ cdef class Speculator(Handle):
         if synth_rates is not None:
             config["synth_rates"] = [float(r) for r in synth_rates]
         cdef LlamaContext draft = None
+        # Sized as the target, as common_speculative_init_from_params sizes them; the MTP
+        # and EAGLE3 contexts read the target's states (ctx_other, which sets their n_ctx).
+        kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
+                      n_seq_max=target.n_seq_max)
+        kwargs.update(draft_context or {})
         if mtp:
-            # The MTP context llama-server makes (common_speculative_init_from_params).
-            kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
-                          n_seq_max=target.n_seq_max)
-            kwargs.update(draft_context or {})
             draft = LlamaContext(target.model, ctx_type="mtp", ctx_other=target, **kwargs)
-        elif eagle3:  # as common_speculative_init_from_params: it reads the target's states
-            kwargs = dict(n_batch=target.n_batch, n_ubatch=target.n_ubatch,
-                          n_seq_max=target.n_seq_max)
-            kwargs.update(draft_context or {})
+        elif eagle3:
             draft = LlamaContext(draft_model, ctx_other=target, **kwargs)
         elif draft_model is not None:
-            kwargs = dict(n_ctx=target.n_ctx, n_batch=target.n_batch, n_ubatch=target.n_ubatch,
-                          n_seq_max=target.n_seq_max)
-            kwargs.update(draft_context or {})
-            draft = LlamaContext(draft_model, **kwargs)
+            draft = LlamaContext(draft_model, **{"n_ctx": target.n_ctx, **kwargs})
             if draft.n_ctx_seq < target.n_ctx_seq or draft.n_batch < target.n_batch:
                 draft.close()
                 raise ValueError("the draft context must hold as much per sequence, and "
