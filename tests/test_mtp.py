@@ -24,7 +24,7 @@ PROMPT = "Once upon a time, in a quiet village by the sea, there lived"
 
 @pytest.fixture(scope="module")
 def mtp_path(model_cache: Path) -> Path:
-    path = model_cache / "tiny-glm4moe-mtp-v1.gguf"
+    path = model_cache / "tiny-glm4moe-mtp-v2.gguf"
     if not path.is_file():
         write_tiny_glm4moe_mtp(path.with_suffix(".partial")).replace(path)
     return path
@@ -104,15 +104,16 @@ for kw in ({"draft_model": "draft-mtp"},):  # a model without NextN layers
         lc.Llama(sys.argv[1], n_ctx=256, **kw)
     except (ValueError, lc.errors.ContextCreationError) as e:
         errors.append(type(e).__name__)
-llm = lc.Llama(sys.argv[2], n_ctx=256, draft_model="draft-mtp")
-print(len(errors), len(llm("Hello", max_tokens=4, temperature=0)["choices"][0]["text"]) >= 0)
+llm = lc.Llama(sys.argv[2], n_ctx=256, draft_model="draft-mtp")  # the process goes on
+out = llm("Hello", max_tokens=4, temperature=0)
+print(len(errors), out["usage"]["completion_tokens"], llm._spec.types)
 """
 
 
 def test_a_model_without_mtp_layers_is_refused(tiny_model_path: Path, mtp_path: Path) -> None:
     r = child.run_python(HOSTILE, str(tiny_model_path), str(mtp_path))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["1", "True"]
+    assert r.stdout.split() == ["1", "4", "draft-mtp"]
 
 
 # ---- EAGLE3: a draft model of its own kind, reading three of the target's layers --------
@@ -122,7 +123,7 @@ def test_a_model_without_mtp_layers_is_refused(tiny_model_path: Path, mtp_path: 
 def eagle3_path(model_cache: Path) -> Path:
     """An EAGLE3 draft for the tiny llama (64 wide, 2 layers): it reads the inputs of
     layers 0 and 1 and the trunk's output (layer 2)."""
-    path = model_cache / "tiny-eagle3-v1.gguf"
+    path = model_cache / "tiny-eagle3-v2.gguf"
     if not path.is_file():
         write_tiny_eagle3(path.with_suffix(".partial")).replace(path)
     return path

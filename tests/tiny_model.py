@@ -48,6 +48,27 @@ def _copy_tokenizer(
     return n_vocab
 
 
+def transformer_header(
+    writer: gguf.GGUFWriter,
+    n_ctx_train: int,
+    n_embd: int,
+    n_block: int,
+    n_ff: int,
+    n_head: int,
+    n_head_kv: int,
+) -> None:
+    """The hyperparameters every attention model here shares (RMS norm eps 1e-5, rotary
+    over the whole head)."""
+    writer.add_context_length(n_ctx_train)
+    writer.add_embedding_length(n_embd)
+    writer.add_block_count(n_block)
+    writer.add_feed_forward_length(n_ff)
+    writer.add_head_count(n_head)
+    writer.add_head_count_kv(n_head_kv)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(n_embd // n_head)
+
+
 def write_tiny_llama(
     path: Path,
     *,
@@ -89,14 +110,7 @@ def write_tiny_llama(
     for i, key in enumerate(("fim_pre", "fim_suf", "fim_mid") if fim else ()):
         writer.add_uint32(f"tokenizer.ggml.{key}_token_id", n_vocab - len(fim_tokens) + i)
     head_dim = n_embd // n_head
-    writer.add_context_length(n_ctx_train)
-    writer.add_embedding_length(n_embd)
-    writer.add_block_count(n_layer)
-    writer.add_feed_forward_length(n_ff)
-    writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head_kv)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_dimension_count(head_dim)
+    transformer_header(writer, n_ctx_train, n_embd, n_layer, n_ff, n_head, n_head_kv)
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
     if n_expert:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gguf
 import numpy as np
-from tiny_model import _copy_tokenizer, _finish, _weights, vocab_file
+from tiny_model import _copy_tokenizer, _finish, _weights, transformer_header, vocab_file
 
 __all__ = ["write_tiny_eagle3", "write_tiny_glm4moe_mtp"]
 
@@ -40,14 +40,7 @@ def write_tiny_glm4moe_mtp(
     n_vocab = _copy_tokenizer(gguf.GGUFReader(vocab_file(vocab)), writer)
     head_dim = n_embd // n_head
     n_kv = n_head_kv * head_dim
-    writer.add_context_length(4096)
-    writer.add_embedding_length(n_embd)
-    writer.add_block_count(n_layer + 1)
-    writer.add_feed_forward_length(n_ff)
-    writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head_kv)
-    writer.add_rope_dimension_count(head_dim)
-    writer.add_layer_norm_rms_eps(1e-5)
+    transformer_header(writer, 4096, n_embd, n_layer + 1, n_ff, n_head, n_head_kv)
     writer.add_expert_count(n_expert)
     writer.add_expert_used_count(n_expert_used)
     writer.add_uint32(f"{arch}.expert_feed_forward_length", n_ff_exp)
@@ -112,14 +105,7 @@ def write_tiny_eagle3(
     n_vocab = _copy_tokenizer(gguf.GGUFReader(vocab_file(vocab)), writer)
     head_dim = n_embd // n_head
     n_kv = n_head_kv * head_dim
-    writer.add_context_length(4096)
-    writer.add_embedding_length(n_embd)
-    writer.add_block_count(1)
-    writer.add_feed_forward_length(n_ff)
-    writer.add_head_count(n_head)
-    writer.add_head_count_kv(n_head_kv)
-    writer.add_rope_dimension_count(head_dim)
-    writer.add_layer_norm_rms_eps(1e-5)
+    transformer_header(writer, 4096, n_embd, 1, n_ff, n_head, n_head_kv)
     writer.add_array(f"{arch}.target_layers", list(target_layers))
     writer.add_uint32(f"{arch}.target_hidden_size", n_embd_target)
     writer.add_vocab_size(n_vocab)
