@@ -530,6 +530,12 @@ cdef class LlamaModel(LlamaVocab):
         return c.llama_model_n_params(self.ptr)
 
     @property
+    def ftype(self):
+        """The file's quantisation as llama.cpp names it (``Q4_K - Medium``, ``F16``...)."""
+        self._ensure_alive()
+        return c.llama_ftype_name(c.llama_model_ftype(self.ptr)).decode("utf-8", "replace")
+
+    @property
     def n_ctx_train(self):
         self._ensure_alive()
         return c.llama_model_n_ctx_train(self.ptr)

@@ -32,6 +32,7 @@ class Speculator(Handle):
         ngram_cache: Mapping[str, str] | None = None,
         synth_len: float | None = None,
         synth_rates: Sequence[float] | None = None,
+        backend_sampling: bool | None = None,
     ) -> Self: ...
     @property
     def target(self) -> LlamaContext: ...

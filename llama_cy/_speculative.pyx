@@ -100,7 +100,9 @@ cdef class Speculator(Handle):
     ``{"size_n", "size_m", "min_hits"}``, ``ngram_mod`` ``{"n_match", "n_min", "n_max"}``,
     ``ngram_cache`` ``{"static", "dynamic"}`` (lookup-cache files). ``synth_len`` and
     ``synth_rates`` are llama-server's synthetic acceptance (benchmarking: see
-    :attr:`synth_probs`). Defaults are llama.cpp's.
+    :attr:`synth_probs`). ``backend_sampling`` (``--spec-draft-backend-sampling``)
+    samples the draft-eagle3 and draft-mtp drafts inside the draft's graph (llama.cpp
+    ignores it for the other types). Defaults are llama.cpp's.
 
     One generation on sequence ``s``: :meth:`begin` with its prompt; each step
     :meth:`draft` (or :meth:`request` for several sequences, then :meth:`draft_all` and
@@ -122,7 +124,7 @@ cdef class Speculator(Handle):
                   LlamaModel draft_model=None, dict draft_context=None, n_max=None,
                   n_min=None, p_min=None, ngram_simple=None, ngram_map_k=None,
                   ngram_map_k4v=None, ngram_mod=None, ngram_cache=None, synth_len=None,
-                  synth_rates=None):
+                  synth_rates=None, backend_sampling=None):
         self.ptr = NULL
         target._ensure_alive()
         if types is None:
@@ -167,6 +169,8 @@ cdef class Speculator(Handle):
             config["synth_len"] = float(synth_len)
         if synth_rates is not None:
             config["synth_rates"] = [float(r) for r in synth_rates]
+        if backend_sampling is not None:
+            config["backend_sampling"] = bool(backend_sampling)
         cdef LlamaContext draft = None
         # Sized as the target, as common_speculative_init_from_params sizes them; the MTP
         # and EAGLE3 contexts read the target's states (ctx_other, which sets their n_ctx).

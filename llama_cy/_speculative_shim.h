@@ -70,7 +70,7 @@ struct Speculative {
     // `config`: {"types": [names], "n_max", "n_min", "p_min", "p_split", "ngram_simple":
     // {"size_n", "size_m", "min_hits"}, "ngram_map_k": {...}, "ngram_map_k4v": {...},
     // "ngram_mod": {"n_match", "n_min", "n_max"}, "ngram_cache": {"static", "dynamic"},
-    // "synth_len", "synth_rates"}; absent keys keep llama.cpp's defaults.
+    // "synth_len", "synth_rates", "backend_sampling"}; absent keys keep llama.cpp's defaults.
     Speculative(const std::string & config, llama_context * tgt, llama_context * dft, uint32_t n_seq)
         : ctx_dft(dft), n_seq(n_seq) {
         const json cfg = json::parse(config);
@@ -116,7 +116,8 @@ struct Speculative {
                 case COMMON_SPECULATIVE_TYPE_DRAFT_DSPARK:
                     // They read the target's hidden states through a context built for them.
                     throw std::invalid_argument("speculative type '" + common_speculative_type_to_str(t) +
-                                                "' is not supported by llama_cy (draft-simple and the ngram types are)");
+                                                "' is not supported by llama_cy (draft-simple, draft-eagle3, draft-mtp "
+                                                "and the ngram types are)");
                 default:
                     break;
             }
@@ -126,6 +127,8 @@ struct Speculative {
         d.n_min = cfg.value("n_min", d.n_min);
         d.p_min = cfg.value("p_min", d.p_min);
         d.p_split = cfg.value("p_split", d.p_split);
+        // draft-eagle3/-mtp sample their drafts in the draft graph (a top-k 10 chain there)
+        d.backend_sampling = cfg.value("backend_sampling", d.backend_sampling);
         d.ctx_tgt = tgt;
         d.ctx_dft = dft;
         if (d.n_max < 1) {

@@ -259,6 +259,11 @@ class ChatTemplate:
         """The Jinja source in use."""
         return str(self._tmpls.source())
 
+    @property
+    def tool_use_source(self) -> str:
+        """The model's separate tool-use template, if it has one ("" otherwise)."""
+        return str(self._tmpls.source("tool_use"))
+
     @cached_property
     def caps(self) -> dict[str, bool]:
         """What the template supports, as llama-server's ``/props`` reports it."""

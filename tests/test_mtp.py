@@ -9,6 +9,7 @@ greedy decoding.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import child
@@ -85,14 +86,35 @@ def test_llama_drafts_with_mtp_and_keeps_greedy_output(
                       "draft-mtp", draft_model=lc.LlamaModel.load(mtp_path))  # fmt: skip
 
 
-def test_server_draft_mtp(mtp_path: Path, plain_tokens: list[int]) -> None:
+@pytest.mark.parametrize("flags", [[], ["--no-spec-draft-backend-sampling"]])
+def test_server_draft_mtp(mtp_path: Path, plain_tokens: list[int], flags: list[str]) -> None:
     body = {"prompt": PROMPT, "n_predict": 48, "temperature": 0, "return_tokens": True}
-    with Server(mtp_path, "--spec-type", "draft-mtp", "-c", "1024", "-t", "2") as server:
+    with Server(mtp_path, "--spec-type", "draft-mtp", "-c", "1024", "-t", "2", *flags) as server:
         status, _, out = server.request("POST", "/completion", body)
         assert status == 200, out
         assert out["tokens"] == plain_tokens
         assert out["timings"]["draft_n"] > 0  # llama-server's acceptance figures
         assert 0 <= out["timings"]["draft_n_accepted"] <= out["timings"]["draft_n"]
+
+
+def test_draft_backend_sampling_attaches_a_chain_to_the_mtp_context(
+    mtp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--spec-draft-backend-sampling (llama.cpp's default: on): common_speculative samples
+    the drafts in the MTP context's graph, through a chain it attaches to each sequence
+    (llama_set_sampler, which llama.cpp logs); off, it attaches none."""
+    with lc.LlamaModel.load(mtp_path, load_mtp=True) as model:
+        ctx = lc.LlamaContext(model, n_ctx=256, n_threads=2, n_seq_max=2)
+        attached = {}
+        for on in (None, True, False):
+            caplog.clear()
+            with caplog.at_level(logging.DEBUG, logger="llama_cy"):
+                spec = lc.Speculator(ctx, "draft-mtp", backend_sampling=on)
+            text = caplog.text
+            attached[on] = [f"seq_id = {i}, sampler = 0x" in text for i in range(2)]
+            spec.close()
+        ctx.close()
+    assert attached == {None: [True, True], True: [True, True], False: [False, False]}
 
 
 HOSTILE = """

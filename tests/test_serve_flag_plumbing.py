@@ -82,6 +82,8 @@ CASES: list[tuple[list[str], Get, Any]] = [
     (["--reasoning-effort", "high"], lambda s: s.reasoning_effort, "high"),
     (["--no-reasoning-preserve"], lambda s: s.reasoning_preserve, False),
     (["--slot-prompt-similarity", "0.25"], lambda s: s.slot_prompt_similarity, 0.25),
+    ([*SPEC, "--no-spec-draft-backend-sampling"], spec("backend_sampling"), False),
+    (["--ui-config", '{"theme": "dark"}'], lambda s: s.ui_settings, {"theme": "dark"}),
 ]
 
 

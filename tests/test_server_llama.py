@@ -359,6 +359,23 @@ def test_infill(server: Server) -> None:
     assert out["prompt"].rstrip().endswith("<fim_middle>")
 
 
+def test_props_and_models_give_llama_servers_fields(server: Server, tiny_fim: Path) -> None:
+    with LlamaModel.load(tiny_fim) as model:
+        ftype, vocab = model.ftype, model.vocab_type
+    props = server.request("GET", "/props")[2]
+    assert props["model_ftype"] == ftype
+    assert ftype in ("all F32", "F16", "BF16") or ftype.startswith("Q")
+    assert props["endpoint_props"] is True  # --props
+    assert props["ui"] is True
+    assert props["ui_settings"] == {}
+    assert props["cors_proxy_enabled"] is False
+    assert "chat_template_tool_use" not in props  # the tiny model has one template
+    meta = server.request("GET", "/v1/models")[2]["data"][0]["meta"]
+    assert meta["ftype"] == ftype
+    assert meta["vocab_type"] == {"spm": 1, "bpe": 2}[vocab]  # llama_vocab_type's number
+    assert meta["n_ctx"] == 512  # a slot's: -c 1024 over two
+
+
 def test_props_metrics_and_cors(server: Server) -> None:
     assert server.request("POST", "/props", {})[2] == {"success": True}
     assert server.request("POST", "/props", {"n_ctx": 9})[0] == 400
@@ -492,10 +509,66 @@ def test_hosts_prefix_ui_and_vertex(tiny_fim: Path, tmp_path: Path) -> None:
 
 
 def test_server_log_flags(tiny_fim: Path, tmp_path: Path) -> None:
+    import re
+
     log = tmp_path / "server.log"
     with Server(tiny_fim, "-t", "2", "--log-file", str(log), "-lv", "3"):
         pass
-    assert "llama_context" in log.read_text()
+    plain = log.read_text()
+    assert "llama_context" in plain
+    assert not re.search(r"^(I|W|\x1b)", plain, re.M)  # llama-server's plain lines
+    # llama-server's --log-prefix, --log-timestamps and --log-colors (common/log.cpp)
+    flags = ["--log-prefix", "--log-timestamps", "--log-colors", "on"]
+    with Server(tiny_fim, "-t", "2", "--log-file", str(log), "-lv", "3", *flags):
+        pass
+    lines = log.read_text().splitlines()
+    stamp = r"\x1b\[34m\d+\.\d\d\.\d{3}\.\d{3}\x1b\[0m "
+    info = [ln for ln in lines if re.match(stamp + r"\x1b\[32mI \x1b\[0m\S", ln)]
+    assert any("llama_context" in ln for ln in info)
+    assert len(info) > len(lines) // 2
+
+
+def test_log_line_format() -> None:
+    import logging
+
+    from llama_cy.cli.log_format import CommonLogFormatter, colors_wanted
+
+    def line(level: int, **kw: bool) -> str:
+        record = logging.LogRecord("llama_cy", level, __file__, 1, "a %s\n", ("b",), None)
+        return CommonLogFormatter(**kw).format(record)
+
+    assert line(logging.INFO) == "a b"  # llama-server's default: the message alone
+    assert line(logging.WARNING, prefix=True) == "W a b"
+    assert line(logging.ERROR, timestamps=True) == "a b"  # the time goes with the prefix
+    assert line(logging.DEBUG, prefix=True, colors=True) == "\x1b[33mD a b\x1b[0m"
+    assert line(logging.INFO, prefix=True, colors=True) == "\x1b[32mI \x1b[0ma b"
+    assert colors_wanted("on")
+    assert colors_wanted("1")
+    assert not colors_wanted("off")
+    with pytest.raises(SystemExit):  # arg.cpp's spellings only
+        parse("--log-colors", "maybe")
+
+
+def test_ui_config_reaches_props(tiny_fim: Path, tmp_path: Path) -> None:
+    conf = tmp_path / "ui.json"
+    conf.write_text('{"theme": "from-file"}')
+
+    def ui(*argv: str) -> Any:
+        args = parse(*argv)
+        args.argv = list(argv)
+        return settings_from_args(args, "m.gguf").ui_settings
+
+    assert ui() == {}
+    assert ui("--ui-config-file", str(conf), "--ui-config", '{"theme": 1}') == {"theme": 1}
+    assert ui("--webui-config", "[1]", "--ui-config-file", str(conf)) == {"theme": "from-file"}
+    with pytest.raises(SystemExit, match="failed to parse UI config"):
+        ui("--ui-config", "{nope")
+    with pytest.raises(SystemExit, match="--ui-config-file"):
+        ui("--ui-config-file", str(tmp_path / "missing.json"))
+    with Server(tiny_fim, "-t", "2", "--ui-config-file", str(conf)) as s:
+        assert s.request("GET", "/props")[2]["ui_settings"] == {"theme": "from-file"}
+    with pytest.raises(RuntimeError, match="failed to parse UI config"):
+        Server(tiny_fim, "-t", "2", "--ui-config", "{nope")
 
 
 def test_version_and_list_devices() -> None:

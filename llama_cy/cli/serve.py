@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import ClassVar
 
 from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
+from llama_cy.cli.log_format import CommonLogFormatter, JsonlFormatter, colors_wanted
 from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 from llama_cy.server.child import ChildLink
 from llama_cy.server.presets import Preset
@@ -126,32 +125,10 @@ def _list_devices() -> int:
     return 0
 
 
-class JsonlFormatter(logging.Formatter):
-    """llama.cpp's --log-jsonl lines (common/log.cpp): ``type``, ``time`` (microseconds
-    since the log started), ``level`` and ``msg`` (with its newline)."""
-
-    _LEVELS: ClassVar[dict[int, str]] = {
-        logging.DEBUG: "debug",
-        logging.INFO: "info",
-        logging.WARNING: "warn",
-    }
-    _start = time.time()
-
-    def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(
-            {
-                "type": "log",
-                "time": int((record.created - self._start) * 1e6),
-                "level": self._LEVELS.get(record.levelno, "error"),
-                "msg": record.getMessage() + "\n",
-            },
-            ensure_ascii=False,
-        )
-
-
 def _server_log(args: argparse.Namespace) -> None:
     """llama-server's log flags: -v (everything, llama.cpp's log too), -lv N (1 errors,
-    2 warnings, 3 info, 4+ debug), --log-disable, --log-file."""
+    2 warnings, 3 info, 4+ debug), --log-disable, --log-file, and the lines' format
+    (--log-prefix, --log-timestamps, --log-colors, --log-jsonl)."""
     if args.log_disable:
         logging.disable(logging.CRITICAL)
         return
@@ -160,10 +137,16 @@ def _server_log(args: argparse.Namespace) -> None:
     )
     if args.verbose:
         level = logging.DEBUG
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler()
+    handler: logging.Handler = (  # the file starts empty, as common_log_set_file's
+        logging.FileHandler(args.log_file, mode="w") if args.log_file else logging.StreamHandler()
     )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        CommonLogFormatter(
+            prefix=bool(args.log_prefix),
+            timestamps=bool(args.log_timestamps),
+            colors=colors_wanted(args.log_colors),
+        )
+    )
     if args.log_jsonl:  # llama.cpp's JSONL log: one object per line, on stdout
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(JsonlFormatter())

@@ -6,9 +6,11 @@ draft model's context)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_cy.cli.common import (
@@ -148,6 +150,8 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
             "static": args.lookup_cache_static or "",
             "dynamic": args.lookup_cache_dynamic or "",
         }
+    if args.spec_draft_backend_sampling is not None:
+        out["backend_sampling"] = args.spec_draft_backend_sampling
     if args.spec_synth_len is not None:
         out["synth_len"] = args.spec_synth_len
     if args.spec_synth_rates is not None:
@@ -170,6 +174,31 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
         draft_context["n_threads_batch"] = draft_context["n_threads"]
     out["draft_context"] = {k: v for k, v in draft_context.items() if v is not None}
     return out
+
+
+def _ui_settings(args: argparse.Namespace) -> Any:
+    """--ui-config (JSON) or --ui-config-file (a JSON file): /props' ``ui_settings``. As
+    in arg.cpp, the later flag on the command line wins, and either over an environment
+    variable (the file's, if both come from there). Unparsable JSON stops the start, as
+    llama-server's load fails."""
+    flags = ("--ui-config", "--webui-config", "--ui-config-file", "--webui-config-file")
+    given = [a.split("=")[0] for a in getattr(args, "argv", None) or ()]
+    given = [a for a in given if a in flags]
+    if args.ui_config_file is not None and (
+        args.ui_config is None or not given or "file" in given[-1]
+    ):
+        try:
+            text = Path(args.ui_config_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SystemExit(f"llama-cy serve: --ui-config-file: {exc}") from None
+    elif args.ui_config is not None:
+        text = args.ui_config
+    else:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise SystemExit(f"llama-cy serve: failed to parse UI config: {exc}") from None
 
 
 def _mmproj_device(value: str | None) -> str | None:
@@ -319,6 +348,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         warmup=args.warmup,
         verbose=args.verbose,
         ui=args.ui,
+        ui_settings=_ui_settings(args),
         api_prefix=args.api_prefix.rstrip("/"),
         cors_origins=cors_origins,
         cors_methods=args.cors_methods,

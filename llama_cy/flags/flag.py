@@ -30,6 +30,7 @@ __all__ = [
     "gpu_layers",
     "inert",
     "json_object",
+    "log_colors",
     "non_negative",
     "on_off",
     "parallel",
@@ -58,6 +59,13 @@ def on_off(value: str) -> str:
     if v == "auto":
         return "auto"
     raise argparse.ArgumentTypeError(f"expected on, off or auto, not {value!r}")
+
+
+def log_colors(value: str) -> str:
+    """--log-colors: arg.cpp's truthy, falsey and auto spellings (case as there)."""
+    if value in ("on", "enabled", "true", "1", "off", "disabled", "false", "0", "auto", "-1"):
+        return value
+    raise argparse.ArgumentTypeError(f"unknown value for --log-colors: {value!r}")
 
 
 def gpu_layers(value: str) -> int:

@@ -44,6 +44,11 @@ from llama_cy.server.settings import (
 
 __all__ = ["Endpoint", "Front", "RouteSpec", "Server", "start_tools"]
 
+#: llama.h's enum llama_vocab_type, which /models' ``meta.vocab_type`` gives as a number
+_VOCAB_TYPE_IDS = {
+    n: i for i, n in enumerate(("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test"))
+}
+
 _log = logging.getLogger("llama_cy.server")
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -202,11 +207,14 @@ class Server:
         """What /models shows of the model (kept while the server sleeps)."""
         m = self.model
         return {
+            "vocab_type": _VOCAB_TYPE_IDS.get(m.vocab_type, 0),
             "n_vocab": m.n_vocab,
+            "n_ctx": self.n_ctx,
             "n_ctx_train": m.n_ctx_train,
             "n_embd": m.n_embd,
             "n_params": m.n_params,
             "size": m.size,
+            "ftype": m.ftype,
         }
 
     def start(self) -> None:
@@ -347,12 +355,13 @@ class Server:
         template = self.preparer.template
         vocab = self.model
         engine = self.engine
-        return {
+        props: dict[str, Any] = {
             "default_generation_settings": {"n_ctx": self.n_ctx, "params": params},
             "total_slots": len(engine.slots) if engine is not None else 1,
             "model_aliases": sorted(settings.aliases),
             "model_tags": sorted(settings.tags),
             "model_alias": self.model_id,
+            "model_ftype": self.model_card["ftype"],
             "model_path": settings.model,
             "chat_template": template.source,
             "chat_template_caps": template.caps,
@@ -362,8 +371,15 @@ class Server:
             "media_marker": media_marker(),
             "build_info": self.fingerprint,
             "endpoint_slots": settings.slots_endpoint,
+            "endpoint_props": settings.props_endpoint,
             "endpoint_metrics": settings.metrics,
+            "ui": settings.ui,
+            "ui_settings": settings.ui_settings,
+            "cors_proxy_enabled": settings.ui_mcp_proxy,
         }
+        if settings.use_jinja and (tool_use := template.tool_use_source):
+            props["chat_template_tool_use"] = tool_use
+        return props
 
     def modalities(self) -> dict[str, bool]:
         """What the server takes besides text (its projector's inputs)."""

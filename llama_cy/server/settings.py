@@ -105,6 +105,8 @@ class ServerSettings:
     warmup: bool = _flag("warmup")
     verbose: bool = _flag("verbose")
     ui: bool = _flag("ui")
+    #: --ui-config(-file): the JSON value /props gives web UIs as ``ui_settings``
+    ui_settings: Any = field(default_factory=dict)
     api_prefix: str = _flag("api_prefix")
     cors_origins: str = "*"
     cors_methods: str = _flag("cors_methods")

@@ -225,7 +225,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
                 "model_alias": "llama-server",
                 "model_path": "none",
                 "default_generation_settings": {"params": None, "n_ctx": 0},
-                "ui_settings": {},  # --ui-config is inert here
+                "ui_settings": settings.ui_settings,
                 "build_info": f"{LLAMA_CPP_BUILD}-llama_cy",
                 "cors_proxy_enabled": settings.ui_mcp_proxy,
             }
