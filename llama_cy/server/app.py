@@ -45,6 +45,7 @@ from llama_cy.server.routes import (
     openai_responses,
     proxy,
     server_tools,
+    streams,
 )
 from llama_cy.server.routes import router as router_routes
 from llama_cy.server.schema import ApiError
@@ -66,6 +67,7 @@ def routes(server: Server) -> list[Route]:
         + server_tools.routes(server)
         + llama_cpp_python.routes(server)
         + metrics.routes(server)
+        + streams.routes(server)
     )
     prefix = server.settings.api_prefix
     return [Route(prefix + p, wrap(server, fn, public), methods=m) for p, fn, m, public in table]
@@ -223,6 +225,7 @@ def create_app(
         finally:
             if watcher is not None:
                 watcher.cancel()
+            server.streams.close()
             await asyncio.to_thread(server.close)
 
     mounted: list[BaseRoute] = list(routes(server))

@@ -41,6 +41,7 @@ from llama_cy.server.settings import (
     load_model_draft,
     mmproj_device,
 )
+from llama_cy.server.stream_sessions import StreamSessions
 
 __all__ = ["Endpoint", "Front", "RouteSpec", "Server", "start_tools"]
 
@@ -114,6 +115,8 @@ class Server:
         )
         #: GET /props as last shown (what a sleeping server answers)
         self.props_cache: dict[str, Any] = {}
+        #: resumable streams by conversation id (X-Conversation-Id), kept while asleep
+        self.streams = StreamSessions()
 
     def _build(self) -> None:
         """The preparer, the adapters and the engine (or embedder) over ``self.model``."""

@@ -1,6 +1,8 @@
 """A request's jobs run in the engine and their answer sent: one JSON response, or
 server-sent events as the chunks come, each shaped by its route's shaper. A client that
-goes away cancels its request at the engine's next step, streaming or not."""
+goes away cancels its request at the engine's next step, streaming or not, unless the
+request names a conversation (``X-Conversation-Id``: a resumable stream,
+:mod:`.stream_sessions`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -25,6 +27,7 @@ from llama_cy.server.engine import Engine, Task
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import lora_for, verbose
 from llama_cy.server.schema import ApiError
+from llama_cy.server.stream_sessions import StreamSession, conversation_id
 
 __all__ = ["GoneError", "log_prompt", "run", "sse"]
 
@@ -79,6 +82,10 @@ async def run(
             )
             for job, sh in jobs
         ]
+    conv = conversation_id(request)
+    # llama-server's resumable stream: this request outlives its client, until it ends
+    # or a stop cancels its session
+    session = server.streams.create(conv) if conv else None
     tasks: list[Task] = []
     try:
         for job, _ in jobs:
@@ -96,22 +103,26 @@ async def run(
     except BaseException:
         for task in tasks:
             engine.cancel(task)
+        if session is not None:
+            server.streams.evict(session)
         raise
     shapers = [shaper for _, shaper in jobs]
     if body.get("stream"):
+        events = _events(
+            _stopper(request, session),
+            engine,
+            tasks,
+            shapers,
+            done_marker,
+            body.get("sse_ping_interval", server.settings.sse_ping_interval),
+        )
         return StreamingResponse(
-            _events(
-                request,
-                engine,
-                tasks,
-                shapers,
-                done_marker,
-                body.get("sse_ping_interval", server.settings.sse_ping_interval),
-            ),
+            events if session is None else server.streams.tee(session, events),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
+    stop = _stopper(request, session)
+    watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
     try:
         done = await asyncio.gather(*(_collect(engine, t) for t in tasks))
     except GoneError:  # nobody reads this answer; 499 is nginx's "client closed"
@@ -121,6 +132,8 @@ async def run(
             w.cancel()
         for task in tasks:
             engine.cancel(task)
+        if session is not None:  # an answer in one piece leaves no session behind
+            server.streams.evict(session)
     out = []
     for (job, shaper), task, chunks in zip(jobs, tasks, done, strict=True):
         shaper.slot = task.slot
@@ -138,14 +151,14 @@ async def run(
 
 
 async def _events(
-    request: Request,
+    stop: Stopper,
     engine: Engine,
     tasks: list[Task],
     shapers: list[Shaper],
     done_marker: bool,
     ping: float,
 ) -> AsyncIterator[str]:
-    watchers = [asyncio.create_task(_watch_disconnect(request, engine, t)) for t in tasks]
+    watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
     try:
         async for i, chunk in _merge(engine, tasks, ping if ping > 0 else None):
             if chunk is None:  # quiet for a while: some clients time out without this
@@ -175,14 +188,28 @@ class GoneError(LlamaError):
     """The client went away; its request was cancelled."""
 
 
-async def _watch_disconnect(request: Request, engine: Engine, task: Task) -> None:
-    """Cancel ``task`` as soon as the client disconnects."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            engine.cancel(task)
-            task.queue.put_nowait(GoneError("the client disconnected"))
-            return
+Stopper = Callable[[Engine, Task], Coroutine[Any, Any, None]]
+
+
+def _stopper(request: Request, session: StreamSession | None) -> Stopper:
+    """What cancels a request's tasks: its client leaving, or for a resumable stream
+    only a stop (DELETE /v1/stream, or a newer request on the conversation)."""
+
+    async def on_disconnect(engine: Engine, task: Task) -> None:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                break
+        engine.cancel(task)
+        task.queue.put_nowait(GoneError("the client disconnected"))
+
+    async def on_stop(engine: Engine, task: Task) -> None:
+        assert session is not None
+        await session.cancelled.wait()
+        engine.cancel(task)
+        task.queue.put_nowait(GoneError("the stream was stopped"))
+
+    return on_disconnect if session is None else on_stop
 
 
 async def _collect(engine: Engine, task: Task) -> list[CompletionChunk]:

@@ -2,7 +2,8 @@
 server-models.cpp): ``/models`` lists the router's models and loads, unloads and
 watches them (``/models/load``, ``/models/unload``, ``/models/sse``); every model route
 is forwarded to the child that the request's ``"model"`` names (a GET's ``?model=``),
-which is loaded first unless ``--no-models-autoload`` (or ``?autoload=false``)."""
+which is loaded first unless ``--no-models-autoload`` (or ``?autoload=false``). The
+resumable-stream routes go to the child that a conversation's request went to."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -20,9 +22,11 @@ from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.download import DownloadError, hf_plan
 from llama_cy.server.child import CHILD_ADDR
 from llama_cy.server.core import RouteSpec
-from llama_cy.server.router import Model, Router
+from llama_cy.server.router import Model, Router, RouterError
+from llama_cy.server.routes.streams import conv_id_of, lookup_ids
 from llama_cy.server.schema import ApiError, parse
 from llama_cy.server.settings import ServerSettings
+from llama_cy.server.stream_sessions import ConvModels, conversation_id
 
 __all__ = ["forward", "routes"]
 
@@ -195,6 +199,7 @@ def download_plan(name: str, token: str) -> None:
 
 def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[RouteSpec]:
     get, post = ["GET"], ["POST"]
+    convs = ConvModels()
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -210,9 +215,65 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         body = await request.body()
         load = _autoload(request, autoload)
         m = _validate(router, _model_of(request, body), load)
+        # a resumable stream's conversation: which child holds it, kept before the load
+        # so that a stop during the load cancels this request
+        conv = conversation_id(request)
+        ticket = convs.remember(conv, m.name)
         if load:
-            await _ready(router, m, request)
+            if ticket:  # a session request waits for its load whatever its client does
+                try:
+                    await router.ensure_ready(m.name, _stopped(convs, conv, ticket))
+                except RouterError:
+                    if convs.alive(conv, ticket):
+                        raise
+                if not convs.alive(conv, ticket):
+                    raise ApiError(400, "request cancelled by a stop while the model was loading")
+            else:
+                await _ready(router, m, request)
         return await forward(router, m, request, body, True)
+
+    def owner(conv: str) -> Model | None:
+        """The ready child holding ``conv``'s session (resolve_child_for_conv)."""
+        name = convs.lookup(conv)
+        m = router.get(name) if name is not None else None
+        return m if m is not None and m.status in ("loaded", "sleeping") else None
+
+    async def stream_get(request: Request) -> Response:
+        conv = conv_id_of(request)
+        m = owner(conv)
+        if m is None:
+            name = convs.lookup(conv)
+            tracked = router.get(name) if name is not None else None
+            if tracked is not None and tracked.status in ("loading", "downloading", "downloaded"):
+                raise ApiError(
+                    503, "Stream owner model is loading, retry later", "unavailable_error"
+                )
+            raise ApiError(404, "Stream not found or expired", "not_found_error")
+        return await forward(router, m, request, b"", False)
+
+    async def stream_lookup(request: Request) -> Response:
+        ids = lookup_ids(await request.body())
+        if isinstance(ids, Response):  # not JSON: llama-server's router answers []
+            return JSONResponse([])
+        per_child: dict[int, list[str]] = {}
+        for conv in ids:
+            if (m := owner(conv)) is not None:
+                per_child.setdefault(m.port, []).append(conv)
+        found: list[Any] = []
+        for port, owned in per_child.items():
+            answer = await _child_call(port, "POST", "/v1/streams/lookup",
+                                       {"conversation_ids": owned})  # fmt: skip
+            if isinstance(answer, list):
+                found += [entry for entry in answer if isinstance(entry, dict)]
+        return JSONResponse(found)
+
+    async def stream_delete(request: Request) -> Response:
+        conv = conv_id_of(request)
+        m = owner(conv)
+        if m is not None:
+            await _child_call(m.port, "DELETE", "/v1/stream?" + urlencode({"conv_id": conv}))
+        convs.forget(conv)  # a request still waiting for its model's load is cancelled
+        return Response(status_code=204, media_type="application/json")
 
     async def props(request: Request) -> Response:
         if request.query_params.get("model"):
@@ -306,6 +367,9 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         ("/models/load", load, post, False),
         ("/models/unload", unload, post, False),
         ("/models/sse", events, get, False),
+        ("/v1/stream", stream_get, get, False),
+        ("/v1/streams/lookup", stream_lookup, post, False),
+        ("/v1/stream", stream_delete, ["DELETE"], False),
     ]
     table += [(p, proxy_post, post, False) for p in PROXY_POST]
     table += [(p, proxy_get, get, False) for p in PROXY_GET]
@@ -315,6 +379,33 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
 def _name(body: Any) -> str:
     value = body.get("model", "") if isinstance(body, dict) else ""
     return value if isinstance(value, str) else ""
+
+
+def _stopped(convs: ConvModels, conv: str, ticket: int) -> Callable[[], Awaitable[bool]]:
+    async def stopped() -> bool:  # a stop (DELETE /v1/stream) ended the registration
+        return not convs.alive(conv, ticket)
+
+    return stopped
+
+
+async def _child_call(port: int, method: str, path: str, body: Any = None) -> Any:
+    """A child's JSON answer to a small request (None: no answer within 250 ms, as the
+    router's STREAM_LOOKUP_TIMEOUT_MS, or not JSON)."""
+    data = json.dumps(body).encode() if body is not None else b""
+    head = [f"{method} {path} HTTP/1.1", f"Host: {CHILD_ADDR}:{port}", "Connection: close"]
+    head += ["Content-Type: application/json", f"Content-Length: {len(data)}", "", ""]
+    try:
+        async with asyncio.timeout(0.25):
+            reader, writer = await asyncio.open_connection(CHILD_ADDR, port)
+            try:
+                writer.write("\r\n".join(head).encode("latin-1") + data)
+                status, raw = await _read_head(reader)
+                answer = b"".join([c async for c in _body(reader, {k.lower(): v for k, v in raw})])
+            finally:
+                writer.close()
+        return json.loads(answer) if status == 200 and answer else None
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
+        return None
 
 
 async def _ready(router: Router, m: Model, request: Request) -> None:

@@ -1,0 +1,224 @@
+"""llama-server's resumable streams (tools/server/server-stream.cpp): a generation asked
+with an ``X-Conversation-Id`` header writes its server-sent events into a session as
+well as to its client, and goes on when the client leaves, until it ends or a
+``DELETE /v1/stream`` stops it. ``GET /v1/stream?conv_id=&from=N`` replays the session
+from byte N and follows it live; ``POST /v1/streams/lookup`` tells the state of the
+sessions whose ids the caller names. One session per conversation id: a new request
+cancels the one before. A session keeps its last 4 MiB, and is dropped 5 minutes after
+it ends."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from starlette.requests import Request
+
+__all__ = [
+    "MAX_BYTES",
+    "TTL_SECONDS",
+    "ConvModels",
+    "StreamSession",
+    "StreamSessions",
+    "conversation_id",
+]
+
+MAX_BYTES = 4 * 1024 * 1024  #: STREAM_SESSION_MAX_BYTES: the bytes a session keeps
+TTL_SECONDS = 300  #: STREAM_SESSION_TTL_SECONDS: how long an ended session is kept
+
+
+def conversation_id(request: Request) -> str:
+    """The request's ``X-Conversation-Id`` ("" without one: no session)."""
+    return request.headers.get("x-conversation-id", "")
+
+
+class StreamSession:
+    """One generation's event bytes: the last :data:`MAX_BYTES` of them, counted from the
+    first (``dropped`` bytes fell off the front)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.started_at = int(time.time())
+        self.completed_at = 0  #: unix seconds once it ended, else 0
+        self.dropped = 0
+        self.cancelled = asyncio.Event()  #: a stop, or a newer request on the conversation
+        self._buffer = bytearray()
+        self._changed = asyncio.Event()
+
+    @property
+    def done(self) -> bool:
+        return self.completed_at != 0
+
+    @property
+    def total(self) -> int:
+        """The bytes that ever entered the session."""
+        return self.dropped + len(self._buffer)
+
+    def append(self, data: bytes) -> None:
+        if self.done or not data:
+            return
+        self._buffer += data
+        if len(self._buffer) > MAX_BYTES:
+            cut = len(self._buffer) - MAX_BYTES
+            del self._buffer[:cut]
+            self.dropped += cut
+        self._wake()
+
+    def finish(self) -> None:
+        if not self.done:
+            self.completed_at = int(time.time())
+            self._wake()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.finish()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def read(self, offset: int) -> AsyncIterator[bytes]:
+        """The bytes from ``offset`` on, as they come, until the session ends (or the
+        reader falls behind what is kept: then it stops)."""
+        while offset >= self.dropped:
+            if offset < self.total:
+                chunk = bytes(self._buffer[offset - self.dropped :])
+                offset += len(chunk)
+                yield chunk
+                continue
+            if self.done:
+                return
+            await self._changed.wait()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "conversation_id": self.conversation_id,
+            "is_done": self.done,
+            "total_bytes": self.total,
+            "started_at": self.started_at,
+            "completed_at": self.completed_at,
+        }
+
+
+class StreamSessions:
+    """The live sessions by conversation id (server-stream.cpp's session manager)."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, StreamSession] = {}
+        self._pumps: set[asyncio.Task[None]] = set()
+
+    def _sweep(self) -> None:
+        cutoff = time.time() - TTL_SECONDS
+        for key, s in list(self._sessions.items()):
+            if s.done and s.completed_at <= cutoff:
+                del self._sessions[key]
+
+    def create(self, conversation_id: str) -> StreamSession:
+        """A new session for the conversation; the one it had is cancelled."""
+        self._sweep()
+        previous = self._sessions.get(conversation_id)
+        session = self._sessions[conversation_id] = StreamSession(conversation_id)
+        if previous is not None:
+            previous.cancel()
+        return session
+
+    def get(self, conversation_id: str) -> StreamSession | None:
+        self._sweep()
+        return self._sessions.get(conversation_id)
+
+    def lookup(self, ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The sessions of ``ids``: each id's own, and those of ``<id>::<model>``."""
+        self._sweep()
+        return [
+            s.state()
+            for rid in ids
+            for key, s in self._sessions.items()
+            if key == rid or key.startswith(rid + "::")
+        ]
+
+    def evict(self, session: StreamSession) -> None:
+        """Drop ``session`` (if it is still its conversation's)."""
+        if self._sessions.get(session.conversation_id) is session:
+            del self._sessions[session.conversation_id]
+        session.finish()
+
+    def stop(self, conversation_id: str) -> bool:
+        """DELETE /v1/stream: cancel the conversation's generation and drop its session."""
+        session = self._sessions.pop(conversation_id, None)
+        if session is None:
+            return False
+        session.cancel()
+        return True
+
+    def tee(self, session: StreamSession, events: AsyncIterator[str]) -> AsyncIterator[bytes]:
+        """The answer of the request that opened ``session``: its ``events`` go into the
+        session from a task of their own, which goes on when the client leaves, and to
+        the client while it stays."""
+        live: asyncio.Queue[bytes | None] = asyncio.Queue()
+        attached = True
+
+        async def pump() -> None:
+            try:
+                async for text in events:
+                    data = text.encode("utf-8")
+                    session.append(data)
+                    if attached:
+                        live.put_nowait(data)
+            finally:
+                session.finish()
+                live.put_nowait(None)
+
+        task = asyncio.create_task(pump())
+        self._pumps.add(task)
+        task.add_done_callback(self._pumps.discard)
+
+        async def client() -> AsyncIterator[bytes]:
+            nonlocal attached
+            try:
+                while (data := await live.get()) is not None:
+                    yield data
+            finally:
+                attached = False
+
+        return client()
+
+    def close(self) -> None:
+        """The server stops: no reader waits on."""
+        for task in self._pumps:
+            task.cancel()
+        for s in self._sessions.values():
+            s.finish()
+        self._sessions.clear()
+
+
+class ConvModels:
+    """The router's conversation -> model map (server-models.h's conv_model_tracker):
+    written when a request with a conversation id is routed, read by the stream routes
+    to find the child that holds the session."""
+
+    def __init__(self) -> None:
+        self._map: dict[str, tuple[str, int]] = {}
+        self._tickets = itertools.count(1)
+
+    def remember(self, conversation_id: str, model: str) -> int:
+        """The registration's ticket (0: nothing registered). A stop, or a newer request
+        on the conversation, ends it (:meth:`alive` turns false)."""
+        if not conversation_id or not model:
+            return 0
+        ticket = next(self._tickets)
+        self._map[conversation_id] = (model, ticket)
+        return ticket
+
+    def alive(self, conversation_id: str, ticket: int) -> bool:
+        entry = self._map.get(conversation_id)
+        return entry is not None and entry[1] == ticket
+
+    def lookup(self, conversation_id: str) -> str | None:
+        entry = self._map.get(conversation_id)
+        return entry[0] if entry is not None else None
+
+    def forget(self, conversation_id: str) -> None:
+        self._map.pop(conversation_id, None)
