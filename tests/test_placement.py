@@ -109,6 +109,37 @@ def test_n_cpu_ffn_keeps_dense_ffn_weights_on_the_cpu(tmp_path: Path, rpc_server
     assert got["ncffn"]["text"] == got["plain"]["text"]
 
 
+SERVE_LOAD = """
+import json, sys
+from llama_cy import cli
+from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.server.settings import fit, load_model
+path = sys.argv[1]
+out = {}
+for name, argv in json.loads(sys.argv[2]).items():
+    settings = fit(settings_from_args(cli.parser().parse_args(["serve", *argv]), path))
+    with load_model(settings) as model:
+        out[name] = sorted(set(model.tensor_buffers.values()))
+print(json.dumps(out))
+"""
+
+
+def test_serve_devices_name_rpc_devices(tmp_path: Path, rpc_server: str) -> None:
+    """-dev with --rpc, as llama-server reads them: the RPC servers' devices are
+    registered first, so -dev names them (RPC0); -dev's list is then the whole list
+    (none: nothing offloaded, --rpc or not)."""
+    path = write_tiny_llama(tmp_path / "m.gguf", n_layer=N_LAYER)
+    rpc = ["--rpc", rpc_server, "-ngl", "99", "-c", "256"]
+    # "named" first: no earlier load has registered the RPC device
+    runs = {"named": [*rpc, "-dev", "RPC0"], "none": [*rpc, "-dev", "none"], "default": rpc}
+    result = run_python(SERVE_LOAD, str(path), json.dumps(runs))
+    assert result.returncode == 0, result.stderr
+    got = {k: {device(b) for b in v} for k, v in json.loads(result.stdout).items()}
+    assert "RPC0" in got["default"]
+    assert "RPC0" in got["named"]
+    assert got["none"] == {"CPU"}  # it had the RPC device appended after -dev's list
+
+
 def test_flags_keep_their_order_environment_first(monkeypatch: pytest.MonkeyPatch) -> None:
     assert serve_overrides() is None
     assert serve_overrides("-ot", "a=CPU,b=CPU", "--cpu-moe", "-ncmoe", "1", "-ot", "c=CPU") == [

@@ -233,7 +233,7 @@ def fit(settings: ServerSettings) -> ServerSettings:
         return settings
     from llama_cy._fit import fit_params
 
-    load = load_keywords(settings.load)
+    load = load_keywords(settings.load, settings.rpc)  # -fit sees --rpc's devices too
     margins = [m * 1024 * 1024 for m in settings.fit_target]
     if settings.mmproj and os.path.isfile(settings.mmproj) and settings.mmproj_offload:
         margins[0] += os.path.getsize(settings.mmproj)  # the projector goes there too
@@ -275,7 +275,7 @@ def _fit_draft(settings: ServerSettings) -> dict[str, Any]:
     """The draft model (-md), fitted alongside as llama-server fits it."""
     if not settings.model_draft or not os.path.isfile(settings.model_draft):
         return {}
-    load = load_keywords(settings.load_draft)
+    load = load_keywords(settings.load_draft, settings.rpc)
     return {
         "draft": settings.model_draft,
         "draft_n_gpu_layers": settings.n_gpu_layers_draft,
@@ -301,25 +301,33 @@ def load_model(
 ) -> LlamaModel:
     """The model the server runs (with its MTP layers for --spec-type draft-mtp, as
     common_model_params_to_llama sets load_mtp)."""
+    load = load_keywords(settings.load, settings.rpc)
     return LlamaModel.load(
         settings.model,
         n_gpu_layers=settings.n_gpu_layers,
-        rpc_servers=settings.rpc,
+        rpc_servers=_rpc_unless_devices(settings, load),
         progress=progress,
         load_mtp=uses_mtp(settings.speculative or {}),
-        **load_keywords(settings.load),
+        **load,
     )
 
 
 def load_model_draft(settings: ServerSettings) -> LlamaModel:
     """The draft model (-md), placed by -ngld, -devd and -otd."""
     assert settings.model_draft is not None
+    load = load_keywords(settings.load_draft, settings.rpc)
     return LlamaModel.load(
         settings.model_draft,
         n_gpu_layers=settings.n_gpu_layers_draft,
-        rpc_servers=settings.rpc,
-        **load_keywords(settings.load_draft),
+        rpc_servers=_rpc_unless_devices(settings, load),
+        **load,
     )
+
+
+def _rpc_unless_devices(settings: ServerSettings, load: Mapping[str, Any]) -> str | None:
+    """--rpc's servers for the load to add to the local GPUs, unless -dev named the
+    devices: then they are those alone (an RPC device among them by its name)."""
+    return settings.rpc if load.get("devices") is None else None
 
 
 def mmproj_device(settings: ServerSettings) -> dict[str, Any]:
@@ -330,12 +338,18 @@ def mmproj_device(settings: ServerSettings) -> dict[str, Any]:
         return {"use_gpu": settings.mmproj_offload}
     if name == "none":
         return {"use_gpu": False}
-    (device,) = load_keywords({"devices": [name]})["devices"]
+    (device,) = load_keywords({"devices": [name]}, settings.rpc)["devices"]
     return {"use_gpu": True, "device": device}
 
 
-def load_keywords(load: Mapping[str, Any]) -> dict[str, Any]:
-    """``load`` with device names (-dev) turned into :class:`~llama_cy.Device` objects."""
+def load_keywords(load: Mapping[str, Any], rpc: str | None = None) -> dict[str, Any]:
+    """``load`` with device names (-dev) turned into :class:`~llama_cy.Device` objects.
+    ``rpc`` (--rpc) registers its servers' devices first, as llama-server does while it
+    reads its flags, so that their names (``RPC0``...) resolve."""
+    if rpc:
+        from llama_cy._rpc import rpc_devices
+
+        rpc_devices([s.strip() for s in rpc.split(",") if s.strip()])
     out = dict(load)
     names = out.get("devices")
     if names is not None and not all(isinstance(d, Device) for d in names):
