@@ -14,21 +14,38 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from llama_cy.checkpoints import Checkpoint
 from llama_cy.errors import LlamaError
-from llama_cy.generation import KVSequence, common_prefix
+from llama_cy.generation import KVSequence
 
 __all__ = ["CachedPrompt", "PromptCache"]
 
 _log = logging.getLogger("llama_cy")
 _MIB = 1024 * 1024
+Tokens = npt.NDArray[np.int32]
+
+
+def _tokens(tokens: Sequence[int]) -> Tokens:
+    return np.asarray(tokens, dtype=np.int32)
+
+
+def _prefix(a: Tokens, b: Tokens) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (compared in NumPy:
+    every cached entry is compared with each prompt)."""
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if differ.size else n
 
 
 @dataclass(slots=True)
 class CachedPrompt:
-    tokens: list[int]
+    tokens: Tokens
     checkpoints: list[Checkpoint]
     data: bytes  #: the sequence's whole state (``state_seq_get_data``)
 
@@ -61,13 +78,13 @@ class PromptCache:
     def save(self, slot: KVSequence) -> bool:
         """Copy ``slot``'s state into the cache (``prompt_save``); False if it was empty,
         is held already, or does not fit."""
-        tokens = slot.cache
-        if not tokens or not self.cacheable(slot):
+        if not slot.cache or not self.cacheable(slot):
             return False
-        if any(common_prefix(s.tokens, tokens) == len(tokens) for s in self.states):
+        tokens = _tokens(slot.cache)
+        if any(_prefix(s.tokens, tokens) == len(tokens) for s in self.states):
             return False  # held whole by an entry already
         data = slot.ctx.state_seq_get_data(slot.id)
-        entry = CachedPrompt(list(tokens), list(slot.checkpoints.items), data)
+        entry = CachedPrompt(tokens, list(slot.checkpoints.items), data)
         if self.limit_size and entry.size() > self.limit_size:
             _log.warning(
                 "prompt state of %.3f MiB exceeds the cache's %.3f MiB: not cached",
@@ -76,9 +93,7 @@ class PromptCache:
             )
             return False
         # entries the new one holds whole are obsolete
-        self.states = deque(
-            s for s in self.states if common_prefix(s.tokens, tokens) != len(s.tokens)
-        )
+        self.states = deque(s for s in self.states if _prefix(s.tokens, tokens) != len(s.tokens))
         while self.limit_size and self.states and self.size() + entry.size() > self.limit_size:
             self.states.popleft()
         self.states.append(entry)
@@ -90,12 +105,13 @@ class PromptCache:
         llama.cpp rejects it (the slot is then to be cleared)."""
         if not self.cacheable(slot):
             return True
-        lcp = common_prefix(slot.cache, prompt)
+        asked = _tokens(prompt)
+        lcp = _prefix(_tokens(slot.cache), asked)
         keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
         sim_best = lcp / len(prompt)
         best = None
         for s in self.states:
-            n = common_prefix(s.tokens, prompt)
+            n = _prefix(s.tokens, asked)
             keep, sim = n / len(s.tokens), n / len(prompt)
             if keep >= 0.25 and keep_best < keep and sim_best < sim:
                 keep_best, sim_best, best = keep, sim, s
@@ -107,7 +123,7 @@ class PromptCache:
         except LlamaError as exc:
             _log.error("failed to restore a cached prompt's state: %s", exc)
             return False
-        slot.restored(best.tokens)
+        slot.restored(best.tokens.tolist())
         slot.checkpoints.items = list(best.checkpoints)
         return True
 
