@@ -239,6 +239,15 @@ cdef class Speculator(Handle):
         return self._draft is not None
 
     @property
+    def draft_context(self):
+        """The context the drafts are computed in (a draft model's, or the MTP or EAGLE3
+        one), which holds what the target holds; None for the n-gram types. Its state
+        goes with the target's into checkpoints and the prompt cache, as llama-server's
+        ``ctx_dft``."""
+        self._ensure_alive()
+        return self._draft
+
+    @property
     def can_shift(self):
         """Whether the draft context can shift positions (a context shift); True
         without a draft model."""

@@ -44,6 +44,10 @@ class Checkpoint:
     pos_max: int
     data: bytes
     job: int  #: which job made it (its id)
+    draft: bytes = b""  #: the draft context's state, taken with it (llama-server's update_dft)
+
+    def size(self) -> int:
+        return len(self.data) + len(self.draft)
 
 
 class Checkpoints:
@@ -67,6 +71,9 @@ class Checkpoints:
         self.items: list[Checkpoint] = []
         #: where the running prompt's user messages start (see :func:`user_starts`)
         self.user_starts: tuple[int, ...] = ()
+        #: a speculator's draft context, which holds what ``ctx`` holds: checkpointed and
+        #: restored with it
+        self.draft: LlamaContext | None = None
 
     def clear(self) -> None:
         self.items = []
@@ -89,7 +96,7 @@ class Checkpoints:
         """How many of the ``n_past`` cached tokens shared with a prompt of ``n_prompt``
         tokens can be kept: all of them if the cache still holds what decoding past them
         needs; else up to the latest checkpoint that does, restored here (none:
-        ``restore=False``, or a draft model whose context is not checkpointed); else 0.
+        ``restore=False``); else 0.
         Checkpoints past the kept prefix are dropped."""
         pos_next = n_past
         if n_past > 0:
@@ -116,6 +123,8 @@ class Checkpoints:
     def _load(self, c: Checkpoint) -> bool:
         try:
             self.ctx.state_seq_set_data(c.data, self.seq_id, STATE_SEQ_FLAGS_PARTIAL_ONLY)
+            if self.draft is not None:
+                self.draft.state_seq_set_data(c.draft, self.seq_id, STATE_SEQ_FLAGS_PARTIAL_ONLY)
         except LlamaError as exc:  # a state llama.cpp rejects: decode the prompt again
             _log.warning("could not restore a context checkpoint (%s): reprocessing", exc)
             self.items.remove(c)
@@ -168,7 +177,10 @@ class Checkpoints:
             del items[0]
         items[:] = [c for c in items if c.n_tokens != start]
         data = self.ctx.state_seq_get_data(self.seq_id, STATE_SEQ_FLAGS_PARTIAL_ONLY)
-        items.append(Checkpoint(start, pos_min, pos_max, data, job))
+        draft = b""
+        if self.draft is not None:
+            draft = self.draft.state_seq_get_data(self.seq_id, STATE_SEQ_FLAGS_PARTIAL_ONLY)
+        items.append(Checkpoint(start, pos_min, pos_max, data, job, draft))
 
 
 def user_starts(

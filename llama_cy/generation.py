@@ -211,11 +211,10 @@ class KVSequence:
         self.n_draft_accepted = 0
         self.synth: random.Random | None = None  # synthetic acceptance's draws
         self.truncated = False  # the job's context was shifted
-        #: llama-server's context checkpoints (not of a draft model's context: with one,
-        #: a prefix the cache cannot be cut back to is decoded again)
+        #: llama-server's context checkpoints (of the draft context too)
         self.checkpoints = Checkpoints(ctx, id, n_max=ctx_checkpoints, min_step=checkpoint_min_step)
-        if spec is not None and spec.has_draft_model:
-            self.checkpoints.enabled = False
+        if spec is not None:
+            self.checkpoints.draft = spec.draft_context
 
     # ---- a job's start and end -------------------------------------------------------
 
@@ -441,13 +440,14 @@ class KVSequence:
         self.cache = []
         self.checkpoints.clear()
 
-    def restored(self, tokens: list[int]) -> None:
+    def restored(self, tokens: list[int], *, draft: bool = False) -> None:
         """The context's sequence was loaded with ``tokens`` (a slot file): a draft
-        model's context decodes them too, so that it holds what the context holds."""
+        model's context decodes them too, so that it holds what the context holds
+        (unless ``draft``: its state was loaded as well)."""
         self.cache = list(tokens)
         self.checkpoints.clear()
         spec = self.spec
-        if spec is None or not spec.has_draft_model:
+        if spec is None or not spec.has_draft_model or draft:
             return
         spec.seq_rm(self.id, -1, -1)
         n = self.ctx.n_batch

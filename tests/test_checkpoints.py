@@ -72,6 +72,26 @@ def test_gemma_second_turn(gemma_path: Path) -> None:
     off.close()
 
 
+def test_gemma_second_turn_with_a_draft_model(gemma_path: Path) -> None:
+    """With a draft model (Gemma drafting for itself: SWA layers too), a checkpoint holds
+    the draft context's state as well (llama-server's update_dft/load_dft), so the
+    second turn decodes what it decodes without one; without that, the draft's window
+    could not be cut back either and the whole prompt went again."""
+    kw: dict[str, Any] = {"n_ctx": 2048, "n_ubatch": 64, "n_threads": 2, "swa_full": False}
+    llm = lc.Llama(gemma_path, draft_model=gemma_path, draft_max=4, **kw)
+    assert llm._spec is not None
+    draft = llm._spec.draft_context
+    assert draft is not None
+    assert draft.swa_full is False  # as the target's
+    first = llm.tokenize(STORY.encode())
+    n2, _ = two_turns(llm, first, 300, extend=False)
+    assert n2 == 9
+    items = llm._seq.checkpoints.items
+    assert items
+    assert all(c.draft for c in items)
+    llm.close()
+
+
 @pytest.mark.parametrize("hybrid", [False, True], ids=["recurrent", "hybrid"])
 def test_recurrent_second_turn(tmp_path: Path, hybrid: bool) -> None:
     path = str(write_tiny_recurrent(tmp_path / "r.gguf", hybrid=hybrid))

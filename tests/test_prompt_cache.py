@@ -4,10 +4,12 @@ is served from there."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from serving import Server
 
 import llama_cy as lc
@@ -21,25 +23,60 @@ LONG = (
 OTHER = "The quick brown fox jumps over the lazy dog, and then it runs away."
 
 
-def complete(server: Server, prompt: str, **body: Any) -> dict[str, Any]:
+def answer(server: Server, prompt: Any, **body: Any) -> dict[str, Any]:
     body = {"prompt": prompt, "n_predict": 4, "temperature": 0, "cache_prompt": True, **body}
     status, _, out = server.request("POST", "/completion", body)
     assert status == 200, out
-    return out["timings"]  # type: ignore[no-any-return]
+    return out  # type: ignore[no-any-return]
 
 
-def test_a_swapped_out_prompt_comes_back_from_ram(tiny_model_path: Path) -> None:
-    base = ("-np", "1", "-c", "512", "-t", "2", "--no-warmup", "--no-cache-idle-slots")
-    decoded = {}
+def complete(server: Server, prompt: Any, **body: Any) -> dict[str, Any]:
+    return answer(server, prompt, **body)["timings"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("draft", [False, True], ids=["plain", "draft-model"])
+def test_a_swapped_out_prompt_comes_back_from_ram(tiny_model_path: Path, draft: bool) -> None:
+    """With a draft model, its context's state is cached and restored with the target's
+    (llama-server's ``drft`` state): drafting goes on from the restored prompt."""
+    base = ["-np", "1", "-c", "512", "-t", "2", "--no-warmup", "--no-cache-idle-slots"]
+    if draft:
+        base += ["-md", str(tiny_model_path), "--spec-draft-n-max", "4"]
+    decoded, texts = {}, {}
     for ram in ("100", "0"):
         with Server(tiny_model_path, *base, "--cache-ram", ram) as server:
             first = complete(server, LONG)
             complete(server, OTHER)  # the one slot takes another prompt
-            again = complete(server, LONG)
+            out = answer(server, LONG, n_predict=12)
+            again = out["timings"]
             decoded[ram] = (first["prompt_n"], again["prompt_n"], again["cache_n"])
+            texts[ram] = out["content"]
+            if draft:  # the draft context holds the prompt: its drafts are all taken
+                assert again["draft_n"] > 0
+                assert again["draft_n_accepted"] == again["draft_n"]
     n = decoded["0"][0]
     assert decoded["0"] == (n, n - 1, 1)  # without the cache: all again but the BOS
     assert decoded["100"] == (n, 1, n - 1)  # from RAM: only the last token, as llama-server
+    assert texts["100"] == texts["0"]
+
+
+def test_a_prompt_with_an_image_comes_back_from_ram(
+    tiny_model_path: Path, vision_path: Path
+) -> None:
+    """As llama-server's cache (server_tokens with their media): a slot holding an image
+    is saved, and the image is not encoded again when its prompt comes back."""
+    from test_mtmd import IMAGE
+
+    args = ("-np", "1", "-c", "2048", "-t", "2", "--no-warmup", "--no-cache-idle-slots")
+    with Server(tiny_model_path, "--mmproj", str(vision_path), *args, "--cache-ram", "100") as s:
+        marker = s.request("GET", "/props")[2]["media_marker"]
+        data = base64.b64encode(IMAGE.read_bytes()).decode()
+        prompt = {"prompt_string": f"Look: {marker} It shows", "multimodal_data": [data]}
+        first = answer(s, prompt, n_predict=3)
+        complete(s, OTHER)  # the one slot takes another prompt
+        again = answer(s, prompt, n_predict=3)
+    assert first["timings"]["prompt_n"] > 16
+    assert again["timings"]["prompt_n"] == 1  # the image and its text came from RAM
+    assert again["content"] == first["content"]
 
 
 def test_idle_slots_are_saved_and_cleared(tiny_model_path: Path) -> None:

@@ -2,7 +2,8 @@
 b11434's ``server_prompt_cache``).
 
 When a slot is about to lose most of what its KV cache holds to a new prompt, its
-sequence state (with its context checkpoints) is copied to host memory first; and the
+sequence state (with its context checkpoints, its draft context's state, and any
+images it holds) is copied to host memory first; and the
 slot then takes the cached state that best matches the new prompt, if that keeps more
 of it than the slot has. Entries go oldest first beyond a size limit (MiB) and a token
 limit (the context size, raised while the average entry fits the size limit). With
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from llama_cy._context import LlamaContext
 from llama_cy.checkpoints import Checkpoint
 from llama_cy.errors import LlamaError
 from llama_cy.generation import KVSequence
@@ -28,11 +30,11 @@ __all__ = ["CachedPrompt", "PromptCache"]
 
 _log = logging.getLogger("llama_cy")
 _MIB = 1024 * 1024
-Tokens = npt.NDArray[np.int32]
+Tokens = npt.NDArray[np.int64]  # media positions hold 56-bit stand-ins
 
 
 def _tokens(tokens: Sequence[int]) -> Tokens:
-    return np.asarray(tokens, dtype=np.int32)
+    return np.asarray(tokens, dtype=np.int64)
 
 
 def _prefix(a: Tokens, b: Tokens) -> int:
@@ -45,12 +47,13 @@ def _prefix(a: Tokens, b: Tokens) -> int:
 
 @dataclass(slots=True)
 class CachedPrompt:
-    tokens: Tokens
+    tokens: Tokens  #: media positions hold their content's stand-in (prompt_media)
     checkpoints: list[Checkpoint]
     data: bytes  #: the sequence's whole state (``state_seq_get_data``)
+    draft: bytes = b""  #: the draft context's, with a speculator that has one
 
     def size(self) -> int:
-        return len(self.data) + sum(len(c.data) for c in self.checkpoints)
+        return len(self.data) + len(self.draft) + sum(c.size() for c in self.checkpoints)
 
 
 class PromptCache:
@@ -69,22 +72,21 @@ class PromptCache:
         return sum(len(s.tokens) for s in self.states)
 
     @staticmethod
-    def cacheable(slot: KVSequence) -> bool:
-        """A slot whose state can be kept: not one whose draft model's context would
-        need saving too, nor one holding images (not tokens) in its cache."""
-        spec = slot.spec
-        return not (spec is not None and spec.has_draft_model) and all(t >= 0 for t in slot.cache)
+    def _draft(slot: KVSequence) -> LlamaContext | None:
+        return slot.spec.draft_context if slot.spec is not None else None
 
     def save(self, slot: KVSequence) -> bool:
-        """Copy ``slot``'s state into the cache (``prompt_save``); False if it was empty,
-        is held already, or does not fit."""
-        if not slot.cache or not self.cacheable(slot):
+        """Copy ``slot``'s state (and its draft context's) into the cache
+        (``prompt_save``); False if it was empty, is held already, or does not fit."""
+        if not slot.cache:
             return False
         tokens = _tokens(slot.cache)
         if any(_prefix(s.tokens, tokens) == len(tokens) for s in self.states):
             return False  # held whole by an entry already
         data = slot.ctx.state_seq_get_data(slot.id)
-        entry = CachedPrompt(tokens, list(slot.checkpoints.items), data)
+        draft_ctx = self._draft(slot)
+        draft = draft_ctx.state_seq_get_data(slot.id) if draft_ctx is not None else b""
+        entry = CachedPrompt(tokens, list(slot.checkpoints.items), data, draft)
         if self.limit_size and entry.size() > self.limit_size:
             _log.warning(
                 "prompt state of %.3f MiB exceeds the cache's %.3f MiB: not cached",
@@ -103,8 +105,6 @@ class PromptCache:
         """Give ``slot`` the cached state that keeps the most of ``prompt``, if any keeps
         more than the slot does and at least a quarter of itself (``load``); False if
         llama.cpp rejects it (the slot is then to be cleared)."""
-        if not self.cacheable(slot):
-            return True
         asked = _tokens(prompt)
         lcp = _prefix(_tokens(slot.cache), asked)
         keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
@@ -118,12 +118,15 @@ class PromptCache:
         if best is None:
             return True
         self.states.remove(best)
+        draft_ctx = self._draft(slot)
         try:
             slot.ctx.state_seq_set_data(best.data, slot.id)
+            if draft_ctx is not None:
+                draft_ctx.state_seq_set_data(best.draft, slot.id)
         except LlamaError as exc:
             _log.error("failed to restore a cached prompt's state: %s", exc)
             return False
-        slot.restored(best.tokens.tolist())
+        slot.restored(best.tokens.tolist(), draft=True)
         slot.checkpoints.items = list(best.checkpoints)
         return True
 
