@@ -33,6 +33,7 @@ class Speculator(Handle):
         synth_len: float | None = None,
         synth_rates: Sequence[float] | None = None,
         backend_sampling: bool | None = None,
+        probabilistic: bool | None = None,
     ) -> Self: ...
     @property
     def target(self) -> LlamaContext: ...
@@ -66,9 +67,15 @@ class Speculator(Handle):
         pos: int | None = None,
         temp: float = 1.0,
         seed: int = 0xFFFFFFFF,
+        distributions: bool = False,
     ) -> None: ...
     def draft_all(self) -> None: ...
     def result(self, seq_id: int = 0) -> npt.NDArray[np.intc]: ...
+    def result_q(
+        self, seq_id: int = 0
+    ) -> list[tuple[npt.NDArray[np.intc], npt.NDArray[np.float32]]]: ...
+    @property
+    def probabilistic(self) -> bool: ...
     def draft(
         self,
         tokens: Sequence[int] | npt.NDArray[np.integer[Any]],

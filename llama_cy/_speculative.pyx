@@ -17,7 +17,7 @@ from libc.stdint cimport int32_t, uint32_t
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
-from llama_cy._c.llama cimport llama_batch, llama_context, llama_pos, llama_token
+from llama_cy._c.llama cimport llama_batch, llama_context, llama_pos, llama_token, llama_token_data
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._context cimport LlamaContext
 from llama_cy._handle cimport Handle
@@ -36,9 +36,12 @@ cdef extern from "_speculative_shim.h" namespace "lcy" nogil:
         void begin(int32_t seq, const llama_token *tokens, size_t n) except +
         void process(const llama_batch &b) except +
         void request(int32_t seq, int32_t n_max, llama_pos pos, llama_token id_last,
-                     const llama_token *tokens, size_t n, float temp, uint32_t seed) except +
+                     const llama_token *tokens, size_t n, float temp, uint32_t seed,
+                     bint want_q) except +
         void draft() except +
         const vector[llama_token] &get_result(int32_t seq) except +
+        const vector[vector[llama_token_data]] &get_result_q(int32_t seq) except +
+        bint probabilistic()
         void accept(int32_t seq, int32_t n) except +
 
 
@@ -100,7 +103,8 @@ cdef class Speculator(Handle):
     ``{"size_n", "size_m", "min_hits"}``, ``ngram_mod`` ``{"n_match", "n_min", "n_max"}``,
     ``ngram_cache`` ``{"static", "dynamic"}`` (lookup-cache files). ``synth_len`` and
     ``synth_rates`` are llama-server's synthetic acceptance (benchmarking: see
-    :attr:`synth_probs`). ``backend_sampling`` (``--spec-draft-backend-sampling``)
+    :attr:`synth_probs`). ``probabilistic`` is ``--spec-draft-sampling probabilistic``
+    (:attr:`probabilistic`). ``backend_sampling`` (``--spec-draft-backend-sampling``)
     samples the draft-eagle3 and draft-mtp drafts inside the draft's graph (llama.cpp
     ignores it for the other types). Defaults are llama.cpp's.
 
@@ -124,7 +128,7 @@ cdef class Speculator(Handle):
                   LlamaModel draft_model=None, dict draft_context=None, n_max=None,
                   n_min=None, p_min=None, ngram_simple=None, ngram_map_k=None,
                   ngram_map_k4v=None, ngram_mod=None, ngram_cache=None, synth_len=None,
-                  synth_rates=None, backend_sampling=None):
+                  synth_rates=None, backend_sampling=None, probabilistic=None):
         self.ptr = NULL
         target._ensure_alive()
         if types is None:
@@ -171,6 +175,8 @@ cdef class Speculator(Handle):
             config["synth_rates"] = [float(r) for r in synth_rates]
         if backend_sampling is not None:
             config["backend_sampling"] = bool(backend_sampling)
+        if probabilistic is not None:
+            config["probabilistic"] = bool(probabilistic)
         cdef LlamaContext draft = None
         # Sized as the target, as common_speculative_init_from_params sizes them; the MTP
         # and EAGLE3 contexts read the target's states (ctx_other, which sets their n_ctx).
@@ -300,17 +306,20 @@ cdef class Speculator(Handle):
             self._draft._lock_release()
 
     def request(self, tokens, int last, int seq_id=0, *, n_max=None, pos=None,
-                float temp=1.0, uint32_t seed=0xFFFFFFFF):
+                float temp=1.0, uint32_t seed=0xFFFFFFFF, bint distributions=False):
         """Ask for a draft on ``seq_id`` that follows ``last``: the token just sampled and
         not yet decoded, at position ``pos`` (default ``len(tokens)``), after ``tokens``
         (what the sequence holds). At most ``n_max`` tokens (default: :attr:`n_max`).
-        :meth:`draft_all` drafts for every requested sequence."""
+        :meth:`draft_all` drafts for every requested sequence. ``distributions`` (with
+        :attr:`probabilistic`): the drafter samples at ``temp`` from ``seed`` and
+        reports each token's distribution (:meth:`result_q`), for the target to verify
+        by rejection sampling."""
         self._ensure_alive()
         self._request(self.target.model._token_array(tokens), last, seq_id, n_max, pos,
-                      temp, seed)
+                      temp, seed, distributions)
 
     cdef int _request(self, const int32_t[::1] toks, int last, int seq_id, n_max, pos,
-                      float temp, uint32_t seed) except -1:
+                      float temp, uint32_t seed, bint want_q=False) except -1:
         # ``toks`` are checked against the vocabulary already.
         self._check_seq(seq_id)
         self.target.model._check_token(last)
@@ -320,7 +329,8 @@ cdef class Speculator(Handle):
         cdef llama_pos p = toks.shape[0] if pos is None else pos
         if p < 0:
             raise ValueError(f"pos must be >= 0, got {p}")
-        self.ptr.request(seq_id, limit, p, last, _tokens(toks), toks.shape[0], temp, seed)
+        self.ptr.request(seq_id, limit, p, last, _tokens(toks), toks.shape[0], temp, seed,
+                         want_q)
         return 0
 
     def draft_all(self):
@@ -349,6 +359,37 @@ cdef class Speculator(Handle):
         for i in range(r.size()):
             view[i] = r[0][i]
         return out
+
+    def result_q(self, int seq_id=0):
+        """Each token of the last draft of ``seq_id``: the distribution the drafter
+        sampled it from, as ``(ids, probs)`` (int32 and float32 arrays); an empty list
+        where none was reported (greedy drafting, the n-gram types, a drafter that
+        reports none)."""
+        self._ensure_alive()
+        self._check_seq(seq_id)
+        cdef const vector[vector[llama_token_data]] *q = &self.ptr.get_result_q(seq_id)
+        cdef size_t i, j, n
+        cdef int32_t[::1] ids
+        cdef float[::1] probs
+        out = []
+        for i in range(q.size()):
+            n = q[0][i].size()
+            a = np.empty(n, dtype=np.intc)
+            b = np.empty(n, dtype=np.float32)
+            ids = a
+            probs = b
+            for j in range(n):
+                ids[j] = q[0][i][j].id
+                probs[j] = q[0][i][j].p
+            out.append((a, b))
+        return out
+
+    @property
+    def probabilistic(self):
+        """``--spec-draft-sampling probabilistic``: drafts are sampled, and verified by
+        rejection sampling (at a temperature above 0), instead of argmax and match."""
+        self._ensure_alive()
+        return self.ptr.probabilistic()
 
     def draft(self, tokens, int seq_id=0, *, n_max=None):
         """A draft that continues ``tokens`` (everything so far; the last one sampled and

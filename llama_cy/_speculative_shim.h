@@ -59,6 +59,8 @@ struct Speculative {
     common_batch batch;                       // process(): the target's batch, re-expressed
     std::vector<llama_tokens> history;        // per sequence: what drafting looks back on
     std::vector<llama_tokens> result;         // per sequence: the last draft
+    // per sequence: each drafted token's candidate distribution (probabilistic drafting)
+    std::vector<std::vector<std::vector<llama_token_data>>> result_q;
     std::vector<int32_t> n_drafted;           // per sequence: tokens accept() may confirm
     std::vector<char> begun;                  // per sequence: begin() was called
     std::vector<llama_pos> pos0;              // per sequence: where the draft starts
@@ -70,7 +72,8 @@ struct Speculative {
     // `config`: {"types": [names], "n_max", "n_min", "p_min", "p_split", "ngram_simple":
     // {"size_n", "size_m", "min_hits"}, "ngram_map_k": {...}, "ngram_map_k4v": {...},
     // "ngram_mod": {"n_match", "n_min", "n_max"}, "ngram_cache": {"static", "dynamic"},
-    // "synth_len", "synth_rates", "backend_sampling"}; absent keys keep llama.cpp's defaults.
+    // "synth_len", "synth_rates", "backend_sampling", "probabilistic"}; absent keys keep
+    // llama.cpp's defaults.
     Speculative(const std::string & config, llama_context * tgt, llama_context * dft, uint32_t n_seq)
         : ctx_dft(dft), n_seq(n_seq) {
         const json cfg = json::parse(config);
@@ -129,6 +132,9 @@ struct Speculative {
         d.p_split = cfg.value("p_split", d.p_split);
         // draft-eagle3/-mtp sample their drafts in the draft graph (a top-k 10 chain there)
         d.backend_sampling = cfg.value("backend_sampling", d.backend_sampling);
+        // --spec-draft-sampling probabilistic: draft-simple and draft-mtp sample their
+        // drafts at the target's temperature and report each one's distribution
+        d.probabilistic = cfg.value("probabilistic", d.probabilistic);
         d.ctx_tgt = tgt;
         d.ctx_dft = dft;
         if (d.n_max < 1) {
@@ -200,6 +206,7 @@ struct Speculative {
         history.resize(n_seq);
         n_history.assign(n_seq, 0);
         result.resize(n_seq);
+        result_q.resize(n_seq);
         n_drafted.assign(n_seq, 0);
         begun.assign(n_seq, 0);
         pos0.assign(n_seq, 0);
@@ -258,7 +265,7 @@ struct Speculative {
     // Ask for a draft on `seq` after `id_last` (sampled, not yet decoded, at `pos`), with
     // `tokens` (the sequence's tokens so far) as the history; at most `n_max` tokens.
     void request(int32_t seq, int32_t n_max, llama_pos pos, llama_token id_last, const llama_token * tokens,
-                 size_t n, float temp, uint32_t seed) {
+                 size_t n, float temp, uint32_t seed, bool want_q) {
         check_seq(seq);
         if (!begun[seq]) {
             throw std::logic_error("begin() was not called for seq_id " + std::to_string(seq));
@@ -274,6 +281,7 @@ struct Speculative {
         }
         n_history[seq] = n;
         result[seq].clear();
+        result_q[seq].clear();
         n_drafted[seq] = 0;
         pos0[seq] = pos;
         common_speculative_get_draft_params(spec.get(), seq) = {
@@ -283,7 +291,7 @@ struct Speculative {
             /* .id_last  = */ id_last,
             /* .prompt   = */ &history[seq],
             /* .result   = */ &result[seq],
-            /* .result_q = */ nullptr,
+            /* .result_q = */ want_q ? &result_q[seq] : nullptr,
             /* .temp     = */ temp,
             /* .seed     = */ seed,
         };
@@ -307,6 +315,14 @@ struct Speculative {
                     break;
                 }
             }
+            // a drafter that fills no distribution (or not one per token) leaves none:
+            // the target verifies by matching then, as llama-server falls back
+            auto & q = result_q[s];
+            if (q.size() < r.size()) {
+                q.clear();
+            } else {
+                q.resize(r.size());
+            }
             n_drafted[s] = (int32_t) r.size();
             if (ctx_dft != nullptr) {
                 // Drafting decoded id_last and the draft into the draft context; the
@@ -320,6 +336,14 @@ struct Speculative {
         check_seq(seq);
         return result[seq];
     }
+
+    // The candidate distributions of the last draft's tokens (empty: none reported).
+    const std::vector<std::vector<llama_token_data>> & get_result_q(int32_t seq) const {
+        check_seq(seq);
+        return result_q[seq];
+    }
+
+    bool probabilistic() const { return params.draft.probabilistic; }
 
     // The target kept `n` tokens of the last draft on `seq`.
     void accept(int32_t seq, int32_t n) {

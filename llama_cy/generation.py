@@ -44,6 +44,7 @@ from llama_cy.checkpoints import Checkpoints, user_starts
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
 from llama_cy.prompt_media import Media, media_token
+from llama_cy.rejection import verify
 from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
 from llama_cy.streaming import CompletionOutput, preserved_tokens
 
@@ -144,6 +145,8 @@ class KVSequence:
         "context_shift",
         "ctx",
         "draft",
+        "draft_q",
+        "draws",
         "gen",
         "grammar",
         "i_batch",
@@ -159,7 +162,6 @@ class KVSequence:
         "rows",
         "spec",
         "special",
-        "synth",
         "t_prompt",
         "t_start",
         "token",
@@ -209,7 +211,10 @@ class KVSequence:
         self.rows: list[int] = []  # their output rows in the batch (self.token's first)
         self.n_draft = 0
         self.n_draft_accepted = 0
-        self.synth: random.Random | None = None  # synthetic acceptance's draws
+        #: draws of synthetic acceptance or of rejection sampling (a sampled draft)
+        self.draws: random.Random | None = None
+        #: each draft token's distribution, where the drafter sampled it (probabilistic)
+        self.draft_q: list[tuple[npt.NDArray[np.intc], npt.NDArray[np.float32]]] = []
         self.truncated = False  # the job's context was shifted
         #: llama-server's context checkpoints (of the draft context too)
         self.checkpoints = Checkpoints(ctx, id, n_max=ctx_checkpoints, min_step=checkpoint_min_step)
@@ -288,11 +293,11 @@ class KVSequence:
         self.draft, self.rows = [], []
         self.n_draft = self.n_draft_accepted = 0
         self.truncated = False
-        self.synth = None
+        self.draws = None
         self._attach(job, chain, grammar)
-        if self.spec is not None and self.spec.synth_probs:
+        if self.spec is not None and (self.spec.synth_probs or self.spec.probabilistic):
             seed = job.params.seed
-            self.synth = random.Random(seed if seed is not None else random.getrandbits(32))
+            self.draws = random.Random(seed if seed is not None else random.getrandbits(32))
 
     def _attach(self, job: Job, chain: LlamaSampler, grammar: LlamaSampler | None) -> None:
         """Attach ``chain`` to this sequence of the context (backend sampling) when the job
@@ -317,7 +322,7 @@ class KVSequence:
         self.token = -1
         self.i_batch = -1
         self.draft, self.rows = [], []
-        self.synth = None
+        self.draws = None
         self.last_used = time.perf_counter()
 
     @property
@@ -358,13 +363,29 @@ class KVSequence:
             pos=self._pos(len(self.cache)),
             temp=job.params.temperature,
             seed=seed,
+            distributions=self._rejects(),
         )
         return True
+
+    def _rejects(self) -> bool:
+        """Whether this step's draft is verified by rejection sampling: a probabilistic
+        drafter, a temperature above 0 (at 0 it is matching), and no grammar (which
+        matching keeps to; llama.cpp masks the distributions with it instead)."""
+        job, spec = self.job, self.spec
+        return (
+            spec is not None
+            and spec.probabilistic
+            and job is not None
+            and job.params.temperature > 0
+            and self.grammar is None
+            and not spec.synth_probs
+        )
 
     def take_draft(self) -> None:
         """Take the draft that ``Speculator.draft_all`` made for this sequence."""
         assert self.spec is not None
         self.draft = self.spec.result(self.id).tolist()
+        self.draft_q = self.spec.result_q(self.id) if self._rejects() else []
         self.n_draft += len(self.draft)
 
     def fill(self, batch: LlamaBatch, room: int) -> int:
@@ -538,19 +559,24 @@ class KVSequence:
 
     def _pick(self, row: int, k: int, post: bool) -> tuple[int, bool]:
         """The token at output ``row``, the ``k``-th of this step, and whether it
-        accepts draft token ``k`` (so that the next row is sampled too). With synthetic
+        accepts draft token ``k`` (so that the next row is sampled too). A sampled draft
+        (probabilistic drafting) is verified by rejection sampling. With synthetic
         acceptance (benchmarks only), draft token ``k`` is taken with the speculator's
         probability whatever the model says, as llama-server's
         ``server_sample_and_accept_synth`` does: the chain accepts it, the grammar
         does not see it."""
-        chain, synth, draft = self.chain, self.synth, self.draft
+        chain, draws, draft, spec = self.chain, self.draws, self.draft, self.spec
         assert chain is not None
-        if synth is None or k >= len(draft):
+        if k >= len(draft) or draws is None or spec is None:
             token = chain.sample(self.ctx, row, grammar=self.grammar, candidates=post)
             return token, k < len(draft) and token == draft[k]
+        if self.draft_q:  # a sampled draft: rejection sampling (llama-server's order: after synth)
+            return verify(chain, self.ctx, row, draft[k], self.draft_q[k], draws)
+        if not spec.synth_probs:
+            token = chain.sample(self.ctx, row, grammar=self.grammar, candidates=post)
+            return token, token == draft[k]
         token = chain.sample(self.ctx, row, accept=False, grammar=self.grammar, candidates=post)
-        assert self.spec is not None
-        if synth.random() < self.spec.synth_probs[k] and not self.model.is_eog(draft[k]):
+        if draws.random() < spec.synth_probs[k] and not self.model.is_eog(draft[k]):
             chain.accept(draft[k])
             return draft[k], True
         chain.accept(token)

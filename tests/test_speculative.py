@@ -484,8 +484,6 @@ def test_server_refuses_bad_draft_settings(gemma_path: Path, tiny_model_path: Pa
         Server(gemma_path, "-md", "missing.gguf", "--no-warmup")
     with pytest.raises(RuntimeError, match="n_max"):
         Server(gemma_path, "-md", str(gemma_path), "--spec-draft-n-max", "0", "--no-warmup")
-    with pytest.raises(RuntimeError, match="--spec-draft-sampling"):
-        Server(gemma_path, "--spec-type", "ngram-simple", "--spec-draft-sampling", "probabilistic")
 
 
 def test_server_mostly_rejected_drafts(tiny_model_path: Path, tiny_draft: Path) -> None:

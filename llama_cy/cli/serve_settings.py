@@ -150,6 +150,8 @@ def _speculative(args: argparse.Namespace) -> dict[str, Any] | None:
             "static": args.lookup_cache_static or "",
             "dynamic": args.lookup_cache_dynamic or "",
         }
+    if args.spec_draft_sampling is not None:
+        out["probabilistic"] = args.spec_draft_sampling == "probabilistic"
     if args.spec_draft_backend_sampling is not None:
         out["backend_sampling"] = args.spec_draft_backend_sampling
     if args.spec_synth_len is not None:

@@ -319,10 +319,11 @@ FLAGS: tuple[Flag, ...] = (
     used("--spec-draft-backend-sampling", "spec_draft_backend_sampling", None, default=None,
        negative=("--no-spec-draft-backend-sampling",), env="LLAMA_ARG_SPEC_DRAFT_BACKEND_SAMPLING",
        help="draft-eagle3/draft-mtp: sample the drafts in the draft's graph (default: on)"),
-    used("--spec-draft-sampling", "spec_draft_sampling", "{greedy}", choices=("greedy",),
-       env="LLAMA_ARG_SPEC_DRAFT_SAMPLING",
-       help="greedy: the draft model's argmax, verified by match (probabilistic drafting "
-            "with rejection sampling is not built)"),
+    used("--spec-draft-sampling", "spec_draft_sampling", "{greedy,probabilistic}",
+       choices=("greedy", "probabilistic"), env="LLAMA_ARG_SPEC_DRAFT_SAMPLING",
+       help="greedy: the draft's argmax, verified by match; probabilistic: draft-simple and "
+            "draft-mtp sample it, and the target verifies by rejection sampling (default: "
+            "greedy)"),
     used("--spec-draft-device -devd --device-draft", "device_draft", "<dev1,..>",
        help="devices to offload the draft model to, comma-separated (none: no offload; "
             "default: -dev's)"),
