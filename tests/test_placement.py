@@ -131,13 +131,16 @@ def test_serve_devices_name_rpc_devices(tmp_path: Path, rpc_server: str) -> None
     path = write_tiny_llama(tmp_path / "m.gguf", n_layer=N_LAYER)
     rpc = ["--rpc", rpc_server, "-ngl", "99", "-c", "256"]
     # "named" first: no earlier load has registered the RPC device
-    runs = {"named": [*rpc, "-dev", "RPC0"], "none": [*rpc, "-dev", "none"], "default": rpc}
+    runs = {"named": [*rpc, "-dev", "RPC0"], "none": [*rpc, "-dev", "none"], "default": rpc,
+            "tensor": [*rpc, "-sm", "tensor"]}  # fmt: skip
     result = run_python(SERVE_LOAD, str(path), json.dumps(runs))
     assert result.returncode == 0, result.stderr
     got = {k: {device(b) for b in v} for k, v in json.loads(result.stdout).items()}
     assert "RPC0" in got["default"]
     assert "RPC0" in got["named"]
     assert got["none"] == {"CPU"}  # it had the RPC device appended after -dev's list
+    assert "Meta()" in got["tensor"]  # -sm tensor: llama.cpp's split weights (a meta buffer)
+    assert "Meta()" not in got["default"]
 
 
 def test_flags_keep_their_order_environment_first(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -171,8 +171,9 @@ FLAGS: tuple[Flag, ...] = (
        help="layers on the GPU: a number, 'all' or 'auto' (all: llama_cy does not fit)",
        commands=LOAD),
     used("-sm --split-mode", "split_mode", "{none,layer,row,tensor}", default="layer",
-       env="LLAMA_ARG_SPLIT_MODE", choices=("none", "layer", "row"),
-       help="how to split the model over GPUs (tensor, experimental in llama.cpp, is not exposed)"),
+       env="LLAMA_ARG_SPLIT_MODE", choices=("none", "layer", "row", "tensor"),
+       help="how to split the model over GPUs: none, layer (default), row, or tensor (weights "
+            "and KV split across them; experimental in llama.cpp)"),
     used("-ts --tensor-split", "tensor_split", "N0,N1,...", env="LLAMA_ARG_TENSOR_SPLIT",
        help="share of the model per GPU"),
     used("-mg --main-gpu", "main_gpu", "INDEX", type=int, default=0, env="LLAMA_ARG_MAIN_GPU",
