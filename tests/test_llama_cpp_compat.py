@@ -291,3 +291,39 @@ def test_a_registered_chat_format_renders_the_prompt(tiny_model_path: Path) -> N
     )
     prompt = llm.tokenize(b"USER: hi\nASSISTANT:", special=True)
     assert seen[0] == prompt
+
+
+class Shouting:
+    """A Hugging Face-style tokenizer (``encode``/``decode``) unlike the model's own: it
+    reads text upper-cased, and gives it back lower-cased."""
+
+    def __init__(self, vocab: llama_cy.LlamaModel) -> None:
+        self.vocab = vocab
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        ids = self.vocab.tokenize(text.upper(), add_special=add_special_tokens, parse_special=True)
+        return [int(t) for t in ids]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return "".join(self.vocab.token_to_piece(t).decode() for t in ids).lower()
+
+
+def test_a_python_tokenizer_tokenizes_prompts(tiny_model_path: Path) -> None:
+    """llama-cpp-python's ``tokenizer=`` (LlamaHFTokenizer): tokenize, detokenize and
+    text prompts go through it."""
+    vocab = llama_cy.LlamaModel.load(tiny_model_path, vocab_only=True)
+    plain = llama_cpp.Llama(str(tiny_model_path), n_ctx=256, verbose=False)
+    hf = llama_cpp.Llama(
+        str(tiny_model_path), n_ctx=256, verbose=False, tokenizer=LlamaHFTokenizer(Shouting(vocab))
+    )
+    assert hf.tokenize(b"Once upon") == plain.tokenize(b"ONCE UPON", add_bos=False)
+    assert hf.tokenize(b"Once", special=True) == plain.tokenize(b"ONCE")  # with BOS
+    tokens = plain.tokenize(b"ONCE UPON", add_bos=False)
+    assert hf.detokenize(tokens) == plain.detokenize(tokens).lower()
+    assert hf.detokenize(tokens[1:], prev_tokens=tokens[:1]) == plain.detokenize(tokens[1:]).lower()
+    got = hf.create_completion("Once upon a time", max_tokens=6, temperature=0)
+    want = plain.create_completion("ONCE UPON A TIME", max_tokens=6, temperature=0)
+    assert got["usage"]["prompt_tokens"] == want["usage"]["prompt_tokens"]
+    assert got["choices"][0]["text"] == want["choices"][0]["text"]
+    assert isinstance(hf.tokenizer(), LlamaTokenizer)  # llama-cpp-python's tokenizer()
+    vocab.close()

@@ -122,6 +122,36 @@ def test_settings_without_a_llama_server_counterpart_are_refused(
     check_flags(args, argv)  # every flag given is one llama-cy serve takes
 
 
+def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_path: Path) -> None:
+    """chat_format="hf-tokenizer-config": the chat_template of hf_tokenizer_config_path
+    renders chats (by llama-server's Jinja engine); the path alone changes nothing, as
+    in llama-cpp-python."""
+    template = "{% for m in messages %}<<{{ m.role }}|{{ m.content }}>>{% endfor %}[reply]"
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"chat_template": template, "bos_token": "<s>",
+                                  "eos_token": "</s>"}))  # fmt: skip
+    model = {"model": str(tiny_model_path), "hf_tokenizer_config_path": str(config)}
+    assert "--jinja" not in serve_argv({}, model)
+    argv = serve_argv({}, {**model, "chat_format": "hf-tokenizer-config"})
+    assert argv[argv.index("--chat-template") + 1] == template
+    with pytest.raises(ValueError, match="hf_tokenizer_config_path"):
+        serve_argv({}, {"model": str(tiny_model_path), "chat_format": "hf-tokenizer-config"})
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="no chat_template"):
+        serve_argv({}, {**model, "chat_format": "hf-tokenizer-config",
+                        "hf_tokenizer_config_path": str(tmp_path / "bad.json")})  # fmt: skip
+    with pytest.raises(ValueError, match="hf_pretrained_model_name_or_path"):
+        serve_argv({}, {**model, "hf_pretrained_model_name_or_path": "org/tok"})
+    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--chat_format",
+                       "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config))  # fmt: skip
+    try:
+        body = {"messages": [{"role": "user", "content": "Hi"}]}
+        out = post(port, "/apply-template", body)
+        assert out["prompt"] == "<<user|Hi>>[reply]"
+    finally:
+        stop(proc)
+
+
 def test_hf_model_repo_id_names_a_file_of_the_repository(
     tiny_model_path: Path, tmp_path: Path
 ) -> None:

@@ -191,11 +191,6 @@ class Llama(llama_cy.Llama):
                 "lora_base: llama.cpp dropped it (an adapter applies to the model it is "
                 "loaded on); llama-cpp-python passes it to nothing either"
             )
-        if tokenizer is not None:
-            raise NotImplementedError(
-                "tokenizer=: llama.cpp's own tokenizer is used (a Python tokenizer "
-                "cannot drive llama.cpp's prompt cache and stop handling here)"
-            )
         if spm_infill:
             raise NotImplementedError("spm_infill=True (suffix-prefix-middle order)")
         if isinstance(draft_model, LlamaDraftModel) and not isinstance(
@@ -320,7 +315,9 @@ class Llama(llama_cy.Llama):
                 self._chat_function = llama_chat_format.get_chat_completion_handler("llama-2")
             else:
                 self.chat_format = "chat_template.default"
-        self.tokenizer_ = LlamaTokenizer(self)
+        # llama-cpp-python's tokenizer=: a Python tokenizer (LlamaHFTokenizer) that
+        # tokenize(), detokenize() and text prompts go through.
+        self.tokenizer_: BaseLlamaTokenizer = tokenizer or LlamaTokenizer(self)
         self._is_recurrent = self._model.is_recurrent
         self._is_hybrid = self._model.is_hybrid
         # The output row of the logits the next sample() reads: the last eval's last
@@ -425,11 +422,26 @@ class Llama(llama_cy.Llama):
     def _scores(self) -> npt.NDArray[np.single]:
         return self.scores
 
+    def _own_tokenizer(self) -> bool:
+        return isinstance(self.tokenizer_, LlamaTokenizer)
+
+    def tokenize(self, text: bytes | str, add_bos: bool = True, special: bool = False) -> list[int]:
+        """Token ids of ``text``: the model's, or the ``tokenizer=`` given."""
+        if self._own_tokenizer():
+            return super().tokenize(text, add_bos, special)
+        raw = text.encode("utf-8") if isinstance(text, str) else text
+        return list(self.tokenizer_.tokenize(raw, add_bos, special))
+
     def detokenize(
         self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
     ) -> bytes:
-        """The bytes of ``tokens``; as llama-cpp-python, without the space SentencePiece
-        puts before the first word when ``tokens`` start with BOS."""
+        """The bytes of ``tokens`` (through the ``tokenizer=`` given); as
+        llama-cpp-python, without the space SentencePiece puts before the first word
+        when ``tokens`` start with BOS."""
+        if not self._own_tokenizer():
+            return self.tokenizer_.detokenize(
+                list(tokens), None if prev_tokens is None else list(prev_tokens), special
+            )
         out = super().detokenize(tokens, prev_tokens, special)
         if not prev_tokens and len(tokens) and tokens[0] == self.token_bos() and out[:1] == b" ":
             return out[1:]
@@ -442,7 +454,8 @@ class Llama(llama_cy.Llama):
         return str(self._ctx.pooling_type)
 
     def tokenizer(self) -> LlamaTokenizer:
-        return self.tokenizer_
+        """llama-cpp-python's: a tokenizer over this Llama's tokenize/detokenize."""
+        return LlamaTokenizer(self)
 
     def set_seed(self, seed: int) -> None:
         self._seed = seed
@@ -653,6 +666,11 @@ class Llama(llama_cy.Llama):
 
     def create_completion(self, prompt: str | Sequence[int], *args: Any, **kwargs: Any) -> Any:
         kwargs = self._seeded(kwargs)
+        if isinstance(prompt, str | bytes) and not self._own_tokenizer():
+            # llama-cpp-python tokenizes a text prompt with tokenizer= (special tokens
+            # parsed); an empty one is the BOS token alone
+            text = prompt.encode("utf-8") if isinstance(prompt, str) else prompt
+            prompt = self.tokenize(text, special=True) if text else [self.token_bos()]
         if self.cache is None:
             return super().create_completion(prompt, *args, **kwargs)
         tokens = self._prompt_tokens(prompt, kwargs)

@@ -108,8 +108,8 @@ SERVER_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
 _REFUSED = {
     "vocab_only": "a vocab_only model cannot serve completions",
     "lora_base": "llama.cpp dropped lora_base (an adapter applies to the model it is loaded on)",
-    "hf_tokenizer_config_path": "a Hugging Face tokenizer: llama.cpp's own tokenizer is used",
-    "hf_pretrained_model_name_or_path": "a Hugging Face tokenizer: llama.cpp's own is used",
+    "hf_pretrained_model_name_or_path": "a Python (Hugging Face) tokenizer cannot drive the "
+    "llama-cy serve process that serves here (llama_cpp.Llama(tokenizer=...) takes one)",
     "disable_ping_events": "SSE ping events: llama-server sends none to disable",
     "root_path": "an ASGI root path: put a reverse proxy in front instead",
 }
@@ -225,7 +225,9 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv += ["--lora", s["lora_path"]]
     if s["numa"]:
         argv += ["--numa", "distribute"]
-    if s["chat_format"]:
+    if s["chat_format"] == "hf-tokenizer-config":
+        argv += _tokenizer_config_template(s["hf_tokenizer_config_path"])
+    elif s["chat_format"]:
         argv += ["--chat-template", s["chat_format"]]
     if s["chat_template_kwargs"]:
         argv += ["--chat-template-kwargs", json.dumps(s["chat_template_kwargs"])]
@@ -258,6 +260,24 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     if s["verbose"]:
         argv.append("--verbose")
     return argv
+
+
+def _tokenizer_config_template(path: str | None) -> list[str]:
+    """chat_format="hf-tokenizer-config": the ``chat_template`` of the tokenizer_config.json
+    at ``hf_tokenizer_config_path``, rendered by llama-server's Jinja engine (with the
+    model's BOS and EOS, and its generation prompt; llama-cpp-python's own renderer
+    appends an empty assistant message instead)."""
+    if not path:
+        raise ValueError("--chat_format hf-tokenizer-config needs --hf_tokenizer_config_path")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--hf_tokenizer_config_path {path}: {exc}") from None
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    if not isinstance(template, str):
+        raise ValueError(f"--hf_tokenizer_config_path {path}: no chat_template string in it")
+    return ["--jinja", "--chat-template", template]
 
 
 def _without_address(argv: list[str]) -> list[str]:
