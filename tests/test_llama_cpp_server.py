@@ -142,8 +142,8 @@ def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_
                         "hf_tokenizer_config_path": str(tmp_path / "bad.json")})  # fmt: skip
     with pytest.raises(ValueError, match="hf_pretrained_model_name_or_path"):
         serve_argv({}, {**model, "hf_pretrained_model_name_or_path": "org/tok"})
-    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--chat_format",
-                       "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config))  # fmt: skip
+    flags = ["--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config)]
+    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", *flags)
     try:
         body = {"messages": [{"role": "user", "content": "Hi"}]}
         out = post(port, "/apply-template", body)
