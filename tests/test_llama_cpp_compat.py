@@ -327,3 +327,62 @@ def test_a_python_tokenizer_tokenizes_prompts(tiny_model_path: Path) -> None:
     assert got["choices"][0]["text"] == want["choices"][0]["text"]
     assert isinstance(hf.tokenizer(), LlamaTokenizer)  # llama-cpp-python's tokenizer()
     vocab.close()
+
+
+class Recorder:
+    """A stand-in for Llama (as tools/lcp_chat_fixtures.py's): records what a chat
+    handler asks it to complete, and answers with canned texts."""
+
+    verbose = False
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.calls: list[dict[str, Any]] = []
+
+    def create_completion(self, **kw: Any) -> Any:
+        keep = ("prompt", "stop", "stream", "temperature", "max_tokens", "repeat_penalty")
+        call: dict[str, Any] = {k: kw.get(k) for k in keep}
+        call["grammar"] = kw.get("grammar") is not None
+        self.calls.append(call)
+        text = self.replies.pop(0)
+        usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+        choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": "stop"}
+        done = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m"}
+        if not kw.get("stream"):
+            return {**done, "choices": [choice], "usage": usage}
+        last = {**choice, "text": ""}
+        return iter([{**done, "choices": [{**choice, "finish_reason": None}]},
+                     {**done, "choices": [last]}])  # fmt: skip
+
+
+def test_functionary_asks_and_answers_as_llama_cpp_python() -> None:
+    """chat_format="functionary": the prompts, stops and grammars it asks the model for,
+    and the answers it makes of the completions, are llama-cpp-python's own (recorded
+    from its handler with the same stand-in model)."""
+    data = json.loads((ROOT / "tests" / "data" / "lcp_chat_formats.json").read_text())
+    handler = llama_chat_format.get_chat_completion_handler("functionary")
+    for case in data["functionary"]:
+        fake = Recorder(case["replies"])
+        result = handler(llama=fake, **case["request"])
+        if case["request"].get("stream"):
+            result = list(result)
+        assert fake.calls == case["calls"]
+        assert json.loads(json.dumps(result)) == case["result"]
+
+
+def test_functionary_calls_a_tool_on_a_model(tiny_model_path: Path) -> None:
+    llm = llama_cpp.Llama(str(tiny_model_path), n_ctx=1024, chat_format="functionary",
+                          verbose=False)  # fmt: skip
+    unit = {"type": "object", "properties": {"unit": {"enum": ["c", "f"]}}, "required": ["unit"]}
+    tools = [{"type": "function", "function": {"name": "units", "parameters": unit}}]
+    out = llm.create_chat_completion(
+        messages=[{"role": "user", "content": "Which unit?"}],
+        tools=tools,
+        tool_choice={"type": "function", "function": {"name": "units"}},
+    )
+    call = out["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["name"] == "units"
+    assert json.loads(call["function"]["arguments"])["unit"] in ("c", "f")  # its grammar held
+    assert out["choices"][0]["finish_reason"] == "tool_calls"
+    plain = llm.create_chat_completion(messages=[{"role": "user", "content": "Hi"}], max_tokens=3)
+    assert plain["choices"][0]["message"]["role"] == "assistant"

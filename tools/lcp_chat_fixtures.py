@@ -82,6 +82,103 @@ def render_handler(cls: type, messages: list[dict[str, object]]) -> str:
     return text.replace(IMAGE, "<__media__>")
 
 
+WEATHER = {
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "The city"},
+            "unit": {"enum": ["c", "f"], "description": "Degrees"},
+            "days": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["city"],
+    },
+}
+TOOLS = [{"type": "function", "function": WEATHER}]
+#: functionary calls: (request keywords, the completions the fake model answers)
+FUNCTIONARY = [
+    ({"messages": [{"role": "user", "content": "Hi"}]}, ["Hello there"]),
+    ({"messages": [{"role": "user", "content": "Hi"}], "stream": True}, ["Hello there"]),
+    (
+        {"messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": TOOLS},
+        [" to=functions.get_weather:", '{"city": "Paris"}'],
+    ),
+    (
+        {
+            "messages": [{"role": "user", "content": "Weather?"}],
+            "functions": [WEATHER],
+            "function_call": {"name": "get_weather"},
+            "temperature": 0.5,
+        },
+        ['{"city": "Rome"}'],
+    ),
+    (
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Oslo?"},
+                {"role": "assistant", "content": None,
+                 "function_call": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+                {"role": "function", "name": "get_weather", "content": "cold"},
+                {"role": "assistant", "content": "It is cold.",
+                 "tool_calls": [{"id": "c1", "type": "function",
+                                 "function": {"name": "get_weather", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "still cold"},
+                {"role": "user", "content": None},
+            ],
+            "tools": TOOLS,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        },
+        ['{"city": "Oslo"}'],
+    ),
+]  # fmt: skip
+
+
+class Recorder:
+    """A stand-in for Llama that records what a chat handler asks it to complete and
+    answers with canned texts."""
+
+    verbose = False
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.calls: list[dict[str, object]] = []
+
+    def create_completion(self, **kw: object) -> object:
+        keep = ("prompt", "stop", "stream", "temperature", "max_tokens", "repeat_penalty")
+        call = {k: kw.get(k) for k in keep}
+        call["grammar"] = kw.get("grammar") is not None
+        self.calls.append(call)
+        text = self.replies.pop(0)
+        usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+        choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": "stop"}
+        done = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m"}
+        if not kw.get("stream"):
+            return {**done, "choices": [choice], "usage": usage}
+        last = {**choice, "text": ""}
+        return iter([{**done, "choices": [{**choice, "finish_reason": None}]},
+                     {**done, "choices": [last]}])  # fmt: skip
+
+
+def functionary_cases() -> list[dict[str, object]]:
+    import contextlib
+    import io
+
+    out = []
+    for request, replies in FUNCTIONARY:
+        fake = Recorder(replies)
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints the grammar
+            result = llama_chat_format.functionary_chat_handler(
+                llama=fake, **json.loads(json.dumps(request))
+            )
+        if request.get("stream"):
+            result = list(result)
+        out.append({"request": request, "replies": replies, "calls": fake.calls,
+                    "result": result})  # fmt: skip
+    return out
+
+
 def main() -> None:
     out = {"llama_cpp_python": llama_cpp.__version__, "conversations": CONVERSATIONS, "formats": {}}
     for name in FORMATS:
@@ -106,6 +203,7 @@ def main() -> None:
         name: [render_handler(getattr(llama_chat_format, name), m) for m in HANDLER_CONVERSATIONS]
         for name in HANDLERS
     }
+    out["functionary"] = functionary_cases()
     OUT.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {OUT}")
 

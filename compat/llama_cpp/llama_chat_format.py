@@ -38,6 +38,7 @@ __all__ = [
     "ObsidianChatHandler",
     "Qwen25VLChatHandler",
     "chat_formatter_to_chat_completion_handler",
+    "functionary_chat_handler",
     "get_chat_completion_handler",
     "guess_chat_format_from_gguf_metadata",
     "hf_autotokenizer_to_chat_formatter",
@@ -814,3 +815,12 @@ Llama3VisionAlpha = Llama3VisionAlphaChatHandler  # its alias there
 MiniCPMv26ChatHandler = _handlers.MiniCPMv26ChatHandler
 Qwen25VLChatHandler = _handlers.Qwen25VLChatHandler
 Gemma4ChatHandler = _handlers.Gemma4ChatHandler
+
+
+# ---- function calling ------------------------------------------------------------------------
+
+# MeetKai's functionary v0 (prompt and call flow as there); "chatml-function-calling" is
+# run by llama_cy's chat engine (its template, llama.cpp's tool-call parsing).
+from ._functionary import functionary_chat_handler  # noqa: E402
+
+register_chat_completion_handler("functionary")(functionary_chat_handler)
