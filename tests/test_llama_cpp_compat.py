@@ -386,3 +386,5 @@ def test_functionary_calls_a_tool_on_a_model(tiny_model_path: Path) -> None:
     assert out["choices"][0]["finish_reason"] == "tool_calls"
     plain = llm.create_chat_completion(messages=[{"role": "user", "content": "Hi"}], max_tokens=3)
     assert plain["choices"][0]["message"]["role"] == "assistant"
+    with pytest.raises(NotImplementedError, match="Hugging Face tokenizer"):
+        llama_cpp.Llama(str(tiny_model_path), chat_format="functionary-v2", verbose=False)

@@ -193,6 +193,13 @@ class Llama(llama_cy.Llama):
             )
         if spm_infill:
             raise NotImplementedError("spm_infill=True (suffix-prefix-middle order)")
+        if chat_format in ("functionary-v1", "functionary-v2"):
+            raise NotImplementedError(
+                f"chat_format={chat_format!r}: llama-cpp-python's handler drives a Hugging "
+                "Face tokenizer's own chat template, which is not built here; "
+                "chat_format='functionary' (v0) is, and llama.cpp's chat engine runs the "
+                "templates of later functionary models (chat_format=None)"
+            )
         if isinstance(draft_model, LlamaDraftModel) and not isinstance(
             draft_model, LlamaPromptLookupDecoding
         ):
