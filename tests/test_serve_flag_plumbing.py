@@ -84,6 +84,21 @@ CASES: list[tuple[list[str], Get, Any]] = [
     (["--slot-prompt-similarity", "0.25"], lambda s: s.slot_prompt_similarity, 0.25),
     ([*SPEC, "--no-spec-draft-backend-sampling"], spec("backend_sampling"), False),
     (["--ui-config", '{"theme": "dark"}'], lambda s: s.ui_settings, {"theme": "dark"}),
+    # -e (on by default): llama.cpp processes the escapes of -r and the DRY breakers
+    (["-r", "a\\nb"], lambda s: s.reverse_prompt, ("a\nb",)),
+    (["--no-escape", "-r", "a\\nb"], lambda s: s.reverse_prompt, ("a\\nb",)),
+    (
+        [
+            "--dry-sequence-breaker",
+            "x",
+            "--dry-sequence-breaker",
+            "none",
+            "--dry-sequence-breaker",
+            "\\t",
+        ],
+        lambda s: s.sampling.get("dry_sequence_breakers"),
+        ("\t",),
+    ),  # fmt: skip
 ]
 
 

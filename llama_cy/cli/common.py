@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from llama_cy.cpu_params import CpuParams, parse_cpu_mask, parse_cpu_range, set_process_priority
-from llama_cy.flags.parser import sampling_values
+from llama_cy.flags.parser import reverse_prompts, sampling_values
 
 __all__ = [
     "Bar",
@@ -232,7 +232,7 @@ def sampling(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     """The sampling keywords of a ``run`` or ``chat`` call on ``model``."""
     out = {
         "max_tokens": args.n_predict if args.n_predict > 0 else None,
-        "stop": args.reverse_prompt or None,
+        "stop": reverse_prompts(args) or None,
         "seed": args.seed if args.seed >= 0 else None,
         **sampling_values(args),
         "grammar": grammar(args),

@@ -4,28 +4,12 @@ llama-mtmd-cli's flags)."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from llama_cy.cli.common import llama, read_media, sampling, set_priority, timings_line, verbose
+from llama_cy.flags.parser import process_escapes
 
 __all__ = ["main", "process_escapes"]
-
-_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"'": b"'", b'"': b'"', b"\\": b"\\"}
-_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|.)", re.S)
-
-
-def process_escapes(text: str) -> str:
-    """llama.cpp's ``-e`` (``string_process_escapes``): ``\\n``, ``\\r``, ``\\t``,
-    ``\\'``, ``\\"``, ``\\\\`` and ``\\xNN`` (a byte); any other backslash stays."""
-
-    def one(m: re.Match[bytes]) -> bytes:
-        code = m.group(1)
-        if code[:1] == b"x" and len(code) == 3:
-            return bytes([int(code[1:], 16)])
-        return _ESCAPES.get(code, m.group(0))
-
-    return _ESCAPE.sub(one, text.encode()).decode("utf-8", "replace")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from llama_cy.cli.common import (
     tensor_overrides,
     threads,
 )
-from llama_cy.flags.parser import sampling_values
+from llama_cy.flags.parser import reverse_prompts, sampling_values
 from llama_cy.server.settings import ServerSettings
 
 __all__ = ["settings_from_args"]
@@ -379,7 +379,7 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
             else list(split(args.device_draft)),
         },
         ignore_eos=args.ignore_eos,
-        reverse_prompt=tuple(args.reverse_prompt or ()),
+        reverse_prompt=tuple(reverse_prompts(args)),
         control_vectors=_control_vectors(args.control_vector, args.control_vector_scaled),
         control_vector_layer_range=(
             tuple(args.control_vector_layer_range) if args.control_vector_layer_range else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,16 @@ from llama_cy.flags.flag import INERT, REFUSED, USED, Flag, bool_env
 from llama_cy.flags.table import COMMANDS, FLAGS, SAMPLING_ALIASES
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 
-__all__ = ["add_flags", "bash_completion", "flags_for", "llama_server_argv", "reference"]
+__all__ = [
+    "add_flags",
+    "bash_completion",
+    "flags_for",
+    "llama_server_argv",
+    "process_escapes",
+    "reference",
+    "reverse_prompts",
+    "sampling_values",
+]
 
 #: The subcommands that take the sampling flags (llama-server's request defaults in serve).
 SAMPLING_COMMANDS = frozenset({"run", "chat", "serve"})
@@ -136,9 +146,47 @@ def _add_sampling(parser: argparse.ArgumentParser, serving: bool) -> None:
             )
 
 
+_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"'": b"'", b'"': b'"', b"\\": b"\\"}
+_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|.)", re.S)
+
+
+def process_escapes(text: str) -> str:
+    """llama.cpp's ``-e`` (``string_process_escapes``): ``\\n``, ``\\r``, ``\\t``,
+    ``\\'``, ``\\"``, ``\\\\`` and ``\\xNN`` (a byte); any other backslash stays."""
+
+    def one(m: re.Match[bytes]) -> bytes:
+        code = m.group(1)
+        if code[:1] == b"x" and len(code) == 3:
+            return bytes([int(code[1:], 16)])
+        return _ESCAPES.get(code, m.group(0))
+
+    return _ESCAPE.sub(one, text.encode()).decode("utf-8", "replace")
+
+
+def _escaped(args: argparse.Namespace, values: Sequence[str]) -> list[str]:
+    """``values`` as llama.cpp keeps them after reading its flags: escapes processed
+    unless ``--no-escape`` (common_params_parse, for -r, --in-prefix/--in-suffix and the
+    DRY sequence breakers)."""
+    if getattr(args, "escape", True):
+        return [process_escapes(v) for v in values]
+    return list(values)
+
+
+def reverse_prompts(args: argparse.Namespace) -> list[str]:
+    """``-r``'s stop strings (escapes processed, as llama.cpp's antiprompts)."""
+    return _escaped(args, args.reverse_prompt or ())
+
+
 def sampling_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The sampling flags' values by Python name (the repeatable ones only if given)."""
+    """The sampling flags' values by Python name (the repeatable ones only if given).
+    ``--dry-sequence-breaker none`` clears the breakers given so far, as there."""
     out = {s.name: getattr(args, s.name) for s in SAMPLING_SETTINGS}
+    breakers = out.get("dry_sequence_breakers")
+    if breakers is not None:
+        kept: list[str] = []
+        for b in breakers:
+            kept = [] if b == "none" else [*kept, b]
+        out["dry_sequence_breakers"] = tuple(_escaped(args, kept))
     return {k: v for k, v in out.items() if v is not None}
 
 
