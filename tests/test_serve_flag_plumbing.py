@@ -98,7 +98,7 @@ CASES: list[tuple[list[str], Get, Any]] = [
         ],
         lambda s: s.sampling.get("dry_sequence_breakers"),
         ("\t",),
-    ),  # fmt: skip
+    ),
 ]
 
 
