@@ -388,3 +388,20 @@ def test_functionary_calls_a_tool_on_a_model(tiny_model_path: Path) -> None:
     assert plain["choices"][0]["message"]["role"] == "assistant"
     with pytest.raises(NotImplementedError, match="Hugging Face tokenizer"):
         llama_cpp.Llama(str(tiny_model_path), chat_format="functionary-v2", verbose=False)
+
+
+def test_a_python_chat_format_gives_chat_logprobs(tiny_model_path: Path) -> None:
+    """llama-cpp-python turns a chat format's text-completion logprobs into the chat
+    shape (``content`` entries with ``top_logprobs`` lists), streamed or not."""
+    llm = llama_cpp.Llama(str(tiny_model_path), n_ctx=256, chat_format="chatml", verbose=False)
+    kw: dict[str, Any] = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+                          "logprobs": True, "top_logprobs": 2}  # fmt: skip
+    out = llm.create_chat_completion(**kw)
+    (first, *_) = out["choices"][0]["logprobs"]["content"]
+    assert set(first) == {"token", "bytes", "logprob", "top_logprobs"}
+    assert len(first["top_logprobs"]) == 2
+    assert {"token", "logprob", "bytes"} == set(first["top_logprobs"][0])
+    chunks = list(llm.create_chat_completion(**kw, stream=True))
+    shaped = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["logprobs"]]
+    assert shaped
+    assert all("content" in lp for lp in shaped)

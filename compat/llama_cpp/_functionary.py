@@ -8,12 +8,13 @@ tests compare the prompts and completions it asks for with its own)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from ._chat_shapes import chunks_to_chat, completion_to_chat, text_logprobs_to_chat
 from .llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
-__all__ = ["functionary_chat_handler", "schema_of_functions", "text_logprobs_to_chat"]
+__all__ = ["functionary_chat_handler", "schema_of_functions"]
 
 SYSTEM_MESSAGE = (
     "A chat between a curious user and an artificial intelligence assistant. The assistant "
@@ -120,71 +121,6 @@ def _prompt(
     return "".join(_turn(m) for m in [*system, *turns])
 
 
-def text_logprobs_to_chat(logprobs: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A text completion's ``logprobs`` in a chat completion's shape."""
-    if logprobs is None:
-        return None
-    content = [
-        {
-            "token": token,
-            "bytes": None,
-            "logprob": logprob,
-            "top_logprobs": [
-                {"token": t, "logprob": lp, "bytes": None} for t, lp in (top or {}).items()
-            ],
-        }
-        for token, logprob, top in zip(
-            logprobs["tokens"], logprobs["token_logprobs"], logprobs["top_logprobs"], strict=False
-        )
-    ]
-    return {"content": content, "refusal": None}
-
-
-def _chat(completion: dict[str, Any]) -> dict[str, Any]:
-    choice = completion["choices"][0]
-    return {
-        "id": "chat" + completion["id"],
-        "object": "chat.completion",
-        "created": completion["created"],
-        "model": completion["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": choice["text"]},
-                "logprobs": text_logprobs_to_chat(choice["logprobs"]),
-                "finish_reason": choice["finish_reason"],
-            }
-        ],
-        "usage": completion["usage"],
-    }
-
-
-def _chat_chunks(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for i, chunk in enumerate(chunks):
-        base = {
-            "id": "chat" + chunk["id"],
-            "model": chunk["model"],
-            "created": chunk["created"],
-            "object": "chat.completion.chunk",
-        }
-        if i == 0:
-            first = {"index": 0, "delta": {"role": "assistant"}, "logprobs": None}
-            yield {**base, "choices": [{**first, "finish_reason": None}]}
-        choice = chunk["choices"][0]
-        done = choice["finish_reason"] is not None
-        yield {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {} if done else {"content": choice["text"]},
-                    "logprobs": text_logprobs_to_chat(choice["logprobs"]),
-                    "finish_reason": choice["finish_reason"],
-                }
-            ],
-        }
-
-
 def _grammar(body: Any) -> LlamaGrammar:
     """The arguments' grammar: the parameters' JSON schema, else any JSON."""
     if body is None:
@@ -252,7 +188,7 @@ def functionary_chat_handler(
             prompt=prompt + ":\n", stream=stream, stop=["user:", "</s>"], grammar=grammar,
             **sampling,
         )  # fmt: skip
-        return _chat_chunks(answer) if stream else _chat(answer)
+        return chunks_to_chat(answer) if stream else completion_to_chat(answer)
     if function_call is None or function_call == "auto":
         # The model names the function: " to=functions.NAME:" up to the line's end.
         head = llama.create_completion(prompt=prompt, stop="\n", stream=False)

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from llama_cy import chat_handlers as _handlers
 
 from . import llama_types
+from ._chat_shapes import chunks_to_chat as _chunks_to_chat
+from ._chat_shapes import chunks_to_tool_call as _chunks_to_tool_call
+from ._chat_shapes import completion_to_chat as _completion_to_chat
+from ._chat_shapes import completion_to_tool_call as _completion_to_tool_call
 
 __all__ = [
     "ChatFormatter",
@@ -260,72 +264,6 @@ def _grammar_for_schema(schema: Any) -> Any:
         return LlamaGrammar.from_string(JSON_GBNF)
 
 
-def _completion_to_tool_call(name: str, completion: dict[str, Any]) -> dict[str, Any]:
-    text = completion["choices"][0]["text"]
-    return {
-        "id": "chat" + completion["id"],
-        "object": "chat.completion",
-        "created": completion["created"],
-        "model": completion["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "function_call": {"name": name, "arguments": text},
-                    "tool_calls": [
-                        {
-                            "id": f"call__0_{name}_{completion['id']}",
-                            "type": "function",
-                            "function": {"name": name, "arguments": text},
-                        }
-                    ],
-                },
-                "logprobs": completion["choices"][0].get("logprobs"),
-                "finish_reason": "tool_calls",
-            }
-        ],
-        "usage": completion["usage"],
-    }
-
-
-def _chunks_to_tool_call(name: str, chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    first = True
-    for chunk in chunks:
-        base = {
-            "id": "chat" + chunk["id"],
-            "object": "chat.completion.chunk",
-            "created": chunk["created"],
-            "model": chunk["model"],
-        }
-        choice = chunk["choices"][0]
-        call: dict[str, Any] = {"index": 0, "function": {"arguments": choice["text"]}}
-        if first:
-            call = {
-                "index": 0,
-                "id": f"call__0_{name}_{chunk['id']}",
-                "type": "function",
-                "function": {"name": name, "arguments": choice["text"]},
-            }
-            first = False
-        done = choice["finish_reason"] is not None
-        delta: dict[str, Any] = (
-            {} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
-        )
-        yield {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": choice.get("logprobs"),
-                    "finish_reason": "tool_calls" if done else None,
-                }
-            ],
-        }
-
-
 def _grammar_for_response_format(response_format: dict[str, Any]) -> Any:
     from .llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
@@ -333,62 +271,6 @@ def _grammar_for_response_format(response_format: dict[str, Any]) -> Any:
         return None
     schema = response_format.get("schema")
     return LlamaGrammar.from_string(json_schema_to_gbnf(schema) if schema else JSON_GBNF)
-
-
-def _completion_to_chat(completion: dict[str, Any]) -> dict[str, Any]:
-    choice = completion["choices"][0]
-    return {
-        "id": "chat" + completion["id"],
-        "object": "chat.completion",
-        "created": completion["created"],
-        "model": completion["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": choice["text"]},
-                "logprobs": choice.get("logprobs"),
-                "finish_reason": choice["finish_reason"],
-            }
-        ],
-        "usage": completion["usage"],
-    }
-
-
-def _chunks_to_chat(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    first = True
-    for chunk in chunks:
-        base = {
-            "id": "chat" + chunk["id"],
-            "model": chunk["model"],
-            "created": chunk["created"],
-            "object": "chat.completion.chunk",
-        }
-        if first:
-            first = False
-            yield {
-                **base,
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"role": "assistant"},
-                        "logprobs": None,
-                        "finish_reason": None,
-                    }
-                ],
-            }
-        choice = chunk["choices"][0]
-        delta = {"content": choice["text"]} if choice["finish_reason"] is None else {}
-        yield {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": choice.get("logprobs"),
-                    "finish_reason": choice["finish_reason"],
-                }
-            ],
-        }
 
 
 # ---- Jinja2 and Hugging Face formatters ---------------------------------------------------
