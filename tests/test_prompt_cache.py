@@ -158,3 +158,20 @@ def test_cache_limits_and_choice(tiny: lc.LlamaModel) -> None:
     assert [len(s.tokens) for s in by_tokens.states] == [len(seq.cache)]
     assert by_tokens.n_tokens() == len(seq.cache)
     llm.close()
+
+
+def test_the_entry_taken_need_not_be_the_oldest(tiny: lc.LlamaModel) -> None:
+    """Entries are told apart by identity: taking the second of two (of other lengths)
+    once compared their token arrays and raised, which stopped the server's engine."""
+    llm = lc.Llama.from_model(tiny, n_ctx=512, n_threads=2)
+    seq = llm._seq
+    cache = PromptCache(-1, 0)
+    for text in (OTHER, LONG):
+        llm.create_completion(text, max_tokens=1, temperature=0)
+        assert cache.save(seq)
+    long = [s.tokens.tolist() for s in cache.states][1]
+    seq.forget()
+    assert cache.load(seq, [*long, 42])
+    assert seq.cache == long
+    assert len(cache.states) == 1
+    llm.close()

@@ -256,27 +256,50 @@ class Engine:
         request waits for it); -1 lets the engine choose. ``lora`` gives a scale to each
         of the engine's adapters (default: none applied).
         """
+        return self.submit_all(
+            [(job, samplers)],
+            cache_prompt=cache_prompt,
+            cache_reuse=cache_reuse,
+            id_slot=id_slot,
+            lora=lora,
+        )[0]
+
+    def submit_all(
+        self,
+        jobs: Sequence[tuple[Job, tuple[LlamaSampler, LlamaSampler | None] | None]],
+        *,
+        cache_prompt: bool = True,
+        cache_reuse: int = 0,
+        id_slot: int = -1,
+        lora: tuple[float, ...] | None = None,
+    ) -> list[Task]:
+        """:meth:`submit` each of a request's jobs, queued at once (as llama-server posts
+        a request's tasks together): they start in the same step, so their prompts are
+        decoded in the same batches, whichever was ready first."""
         scales = tuple(lora) if lora is not None else (0.0,) * len(self.loras)
         if len(scales) != len(self.loras):
             raise ValueError(f"lora: expected {len(self.loras)} scales, got {len(scales)}")
         if not -1 <= id_slot < len(self.slots):
             raise ValueError(f"id_slot must be -1 or a slot id below {len(self.slots)}")
-        if samplers is None:
-            samplers = self.samplers(job)
+        built = [(job, self.samplers(job) if s is None else s) for job, s in jobs]
+        loop = asyncio.get_running_loop()
         with self._cond:
             if self._stopping or not self._thread.is_alive():
                 raise LlamaError("the server's engine is not running")
-            if len(self._queue) >= self.max_queue:
+            if len(self._queue) + len(built) > self.max_queue:
                 raise QueueFullError(f"{len(self._queue)} requests are waiting for a slot")
-            self._next_id += 1
-            task = Task(self._next_id, job, samplers, asyncio.get_running_loop())
-            task.cache_prompt = cache_prompt
-            task.cache_reuse = cache_reuse
-            task.id_slot = id_slot
-            task.lora = scales
-            self._queue.append(task)
+            tasks = []
+            for job, samplers in built:
+                self._next_id += 1
+                task = Task(self._next_id, job, samplers, loop)
+                task.cache_prompt = cache_prompt
+                task.cache_reuse = cache_reuse
+                task.id_slot = id_slot
+                task.lora = scales
+                tasks.append(task)
+            self._queue.extend(tasks)
             self._cond.notify()
-        return task
+        return tasks
 
     async def results(self, task: Task) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of ``task``; leaving early (a client gone) cancels it."""
@@ -397,7 +420,14 @@ class Engine:
                 i = 0
                 while i < len(self._queue) and any(t is None for t in self.tasks):
                     task = self._queue[i]
-                    slot = None if task.cancelled else self._pick_slot(task)
+                    try:
+                        slot = None if task.cancelled else self._pick_slot(task)
+                    except Exception as exc:  # a bug (the prompt cache's): this request only
+                        _log.exception("choosing a slot failed")
+                        del self._queue[i]
+                        self._outbox.append((task, exc))
+                        self._flush()
+                        continue
                     if slot is None and not task.cancelled:  # its slot is busy
                         i += 1
                         continue

@@ -45,7 +45,7 @@ def _prefix(a: Tokens, b: Tokens) -> int:
     return int(differ[0]) if differ.size else n
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # entries are told apart by identity (arrays inside)
 class CachedPrompt:
     tokens: Tokens  #: media positions hold their content's stand-in (prompt_media)
     checkpoints: list[Checkpoint]

@@ -86,23 +86,18 @@ async def run(
     # llama-server's resumable stream: this request outlives its client, until it ends
     # or a stop cancels its session
     session = server.streams.create(conv) if conv else None
-    tasks: list[Task] = []
     try:
-        for job, _ in jobs:
-            samplers = await asyncio.to_thread(engine.samplers, job)
-            tasks.append(
-                engine.submit(
-                    job,
-                    samplers=samplers,
-                    cache_prompt=body.get("cache_prompt", server.settings.cache_prompt),
-                    cache_reuse=_cache_reuse(server, body),
-                    id_slot=body.get("id_slot", -1),
-                    lora=lora_for(server, body.get("lora")),
-                )
-            )
+        # Every job's samplers first (grammars compile off the loop), then the jobs queued
+        # together: a request's prompts start in the same step, as llama-server's tasks.
+        built = [(job, await asyncio.to_thread(engine.samplers, job)) for job, _ in jobs]
+        tasks = engine.submit_all(
+            built,
+            cache_prompt=body.get("cache_prompt", server.settings.cache_prompt),
+            cache_reuse=_cache_reuse(server, body),
+            id_slot=body.get("id_slot", -1),
+            lora=lora_for(server, body.get("lora")),
+        )
     except BaseException:
-        for task in tasks:
-            engine.cancel(task)
         if session is not None:
             server.streams.evict(session)
         raise
