@@ -97,7 +97,7 @@ CASES: list[tuple[list[str], Get, Any]] = [
             "\\t",
         ],
         lambda s: s.sampling.get("dry_sequence_breakers"),
-        ("\t",),
+        ["\t"],
     ),
 ]
 

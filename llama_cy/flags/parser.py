@@ -186,7 +186,7 @@ def sampling_values(args: argparse.Namespace) -> dict[str, Any]:
         kept: list[str] = []
         for b in breakers:
             kept = [] if b == "none" else [*kept, b]
-        out["dry_sequence_breakers"] = tuple(_escaped(args, kept))
+        out["dry_sequence_breakers"] = _escaped(args, kept)
     return {k: v for k, v in out.items() if v is not None}
 
 
