@@ -530,7 +530,8 @@ FLAGS: tuple[Flag, ...] = (
        env="LLAMA_ARG_SSE_PING_INTERVAL",
        help="seconds between SSE pings on a quiet stream (-1: none)"),
     inert("--threads-http", "threads_http", "N",
-           "requests are served by one asyncio loop; compute runs on the engine's thread", type=int,
+           "llama-server keeps N HTTP threads alive and adds up to 1024 on demand (no limit a "
+           "client sees); here one asyncio loop serves requests", type=int,
            env="LLAMA_ARG_THREADS_HTTP"),
     used("--cache-prompt", "cache_prompt", None, default=True, negative=("--no-cache-prompt",),
        env="LLAMA_ARG_CACHE_PROMPT", help="reuse a slot's KV cache for a shared prefix"),
