@@ -36,32 +36,42 @@ def text_logprobs_to_chat(logprobs: dict[str, Any] | None) -> dict[str, Any] | N
     return {"content": content, "refusal": None}
 
 
-def completion_to_tool_call(name: str, completion: dict[str, Any]) -> dict[str, Any]:
-    text = completion["choices"][0]["text"]
+def _head(completion: dict[str, Any], chunk: bool) -> dict[str, Any]:
+    """The fields a chat answer (or chunk) takes from its text completion."""
     return {
         "id": "chat" + completion["id"],
-        "object": "chat.completion",
+        "object": "chat.completion.chunk" if chunk else "chat.completion",
         "created": completion["created"],
         "model": completion["model"],
-        "choices": [
+    }
+
+
+def _choice(choice: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"index": 0, **fields, "logprobs": text_logprobs_to_chat(choice.get("logprobs"))}
+
+
+def completion_to_tool_call(
+    name: str, completion: dict[str, Any], call_id: str | None = None
+) -> dict[str, Any]:
+    """A call of tool ``name`` whose arguments are the completion's text (its id:
+    ``call_id``, else the chat-format handlers' ``call__0_NAME_ID``)."""
+    choice = completion["choices"][0]
+    call = {"name": name, "arguments": choice["text"]}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "function_call": call,
+        "tool_calls": [
             {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "function_call": {"name": name, "arguments": text},
-                    "tool_calls": [
-                        {
-                            "id": f"call__0_{name}_{completion['id']}",
-                            "type": "function",
-                            "function": {"name": name, "arguments": text},
-                        }
-                    ],
-                },
-                "logprobs": text_logprobs_to_chat(completion["choices"][0].get("logprobs")),
-                "finish_reason": "tool_calls",
+                "id": call_id if call_id is not None else f"call__0_{name}_{completion['id']}",
+                "type": "function",
+                "function": call,
             }
         ],
+    }
+    return {
+        **_head(completion, False),
+        "choices": [_choice(choice, message=message, finish_reason="tool_calls")],
         "usage": completion["usage"],
     }
 
@@ -69,12 +79,6 @@ def completion_to_tool_call(name: str, completion: dict[str, Any]) -> dict[str, 
 def chunks_to_tool_call(name: str, chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     first = True
     for chunk in chunks:
-        base = {
-            "id": "chat" + chunk["id"],
-            "object": "chat.completion.chunk",
-            "created": chunk["created"],
-            "model": chunk["model"],
-        }
         choice = chunk["choices"][0]
         call: dict[str, Any] = {"index": 0, "function": {"arguments": choice["text"]}}
         if first:
@@ -89,70 +93,30 @@ def chunks_to_tool_call(name: str, chunks: Iterator[dict[str, Any]]) -> Iterator
         delta: dict[str, Any] = (
             {} if done else {"role": "assistant", "content": None, "tool_calls": [call]}
         )
+        finish = "tool_calls" if done else None
         yield {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": text_logprobs_to_chat(choice.get("logprobs")),
-                    "finish_reason": "tool_calls" if done else None,
-                }
-            ],
+            **_head(chunk, True),
+            "choices": [_choice(choice, delta=delta, finish_reason=finish)],
         }
 
 
 def completion_to_chat(completion: dict[str, Any]) -> dict[str, Any]:
     choice = completion["choices"][0]
+    message = {"role": "assistant", "content": choice["text"]}
     return {
-        "id": "chat" + completion["id"],
-        "object": "chat.completion",
-        "created": completion["created"],
-        "model": completion["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": choice["text"]},
-                "logprobs": text_logprobs_to_chat(choice.get("logprobs")),
-                "finish_reason": choice["finish_reason"],
-            }
-        ],
+        **_head(completion, False),
+        "choices": [_choice(choice, message=message, finish_reason=choice["finish_reason"])],
         "usage": completion["usage"],
     }
 
 
 def chunks_to_chat(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    first = True
-    for chunk in chunks:
-        base = {
-            "id": "chat" + chunk["id"],
-            "model": chunk["model"],
-            "created": chunk["created"],
-            "object": "chat.completion.chunk",
-        }
-        if first:
-            first = False
-            yield {
-                **base,
-                "choices": [
-                    {
-                        "index": 0,
-                        "delta": {"role": "assistant"},
-                        "logprobs": None,
-                        "finish_reason": None,
-                    }
-                ],
-            }
+    for i, chunk in enumerate(chunks):
+        head = _head(chunk, True)
+        if i == 0:
+            opening = {"index": 0, "delta": {"role": "assistant"}, "logprobs": None}
+            yield {**head, "choices": [{**opening, "finish_reason": None}]}
         choice = chunk["choices"][0]
         delta = {"content": choice["text"]} if choice["finish_reason"] is None else {}
-        yield {
-            **base,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": delta,
-                    "logprobs": text_logprobs_to_chat(choice.get("logprobs")),
-                    "finish_reason": choice["finish_reason"],
-                }
-            ],
-        }
+        finish = choice["finish_reason"]
+        yield {**head, "choices": [_choice(choice, delta=delta, finish_reason=finish)]}

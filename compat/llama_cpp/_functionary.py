@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ._chat_shapes import chunks_to_chat, completion_to_chat, text_logprobs_to_chat
+from ._chat_shapes import chunks_to_chat, completion_to_chat, completion_to_tool_call
 from .llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
 __all__ = ["functionary_chat_handler", "schema_of_functions"]
@@ -212,25 +212,5 @@ def functionary_chat_handler(
     done = llama.create_completion(
         prompt=prompt, stop=["user:", "</s>"], stream=False, grammar=_grammar(body), **sampling
     )
-    arguments = done["choices"][0]["text"]
-    call = {"name": function_call, "arguments": arguments}
-    return {
-        "id": "chat" + done["id"],
-        "object": "chat.completion",
-        "created": done["created"],
-        "model": done["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "function_call": call,
-                    "tool_calls": [{"id": function_call, "type": "function", "function": call}],
-                },
-                "logprobs": text_logprobs_to_chat(done["choices"][0]["logprobs"]),
-                "finish_reason": "tool_calls",
-            }
-        ],
-        "usage": done["usage"],
-    }
+    # the call's id is the function's name there
+    return completion_to_tool_call(function_call, done, call_id=function_call)
