@@ -3,6 +3,7 @@ built on it use, one test per gap that issue 33 found on llama_cy alone."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
@@ -329,30 +330,17 @@ def test_a_python_tokenizer_tokenizes_prompts(tiny_model_path: Path) -> None:
     vocab.close()
 
 
-class Recorder:
-    """A stand-in for Llama (as tools/lcp_chat_fixtures.py's): records what a chat
-    handler asks it to complete, and answers with canned texts."""
-
-    verbose = False
-
-    def __init__(self, replies: list[str]) -> None:
-        self.replies = list(replies)
-        self.calls: list[dict[str, Any]] = []
-
-    def create_completion(self, **kw: Any) -> Any:
-        keep = ("prompt", "stop", "stream", "temperature", "max_tokens", "repeat_penalty")
-        call: dict[str, Any] = {k: kw.get(k) for k in keep}
-        call["grammar"] = kw.get("grammar") is not None
-        self.calls.append(call)
-        text = self.replies.pop(0)
-        usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
-        choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": "stop"}
-        done = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m"}
-        if not kw.get("stream"):
-            return {**done, "choices": [choice], "usage": usage}
-        last = {**choice, "text": ""}
-        return iter([{**done, "choices": [{**choice, "finish_reason": None}]},
-                     {**done, "choices": [last]}])  # fmt: skip
+def _fixture_tool() -> Any:
+    """tools/lcp_chat_fixtures.py, which wrote the fixture (its ``Recorder`` stand-in
+    model is the one the handler here must ask the same things of)."""
+    spec = importlib.util.spec_from_file_location(
+        "lcp_chat_fixtures", ROOT / "tools" / "lcp_chat_fixtures.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
 
 
 def test_functionary_asks_and_answers_as_llama_cpp_python() -> None:
@@ -361,8 +349,9 @@ def test_functionary_asks_and_answers_as_llama_cpp_python() -> None:
     from its handler with the same stand-in model)."""
     data = json.loads((ROOT / "tests" / "data" / "lcp_chat_formats.json").read_text())
     handler = llama_chat_format.get_chat_completion_handler("functionary")
+    recorder = _fixture_tool().Recorder
     for case in data["functionary"]:
-        fake = Recorder(case["replies"])
+        fake = recorder(case["replies"])
         result = handler(llama=fake, **case["request"])
         if case["request"].get("stream"):
             result = list(result)

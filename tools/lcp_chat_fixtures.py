@@ -137,7 +137,8 @@ FUNCTIONARY = [
 
 class Recorder:
     """A stand-in for Llama that records what a chat handler asks it to complete and
-    answers with canned texts."""
+    answers with canned texts (tests/test_llama_cpp_compat.py drives llama_cpp's
+    handler with this same class)."""
 
     verbose = False
 

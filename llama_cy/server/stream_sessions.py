@@ -145,13 +145,12 @@ class StreamSessions:
             del self._sessions[session.conversation_id]
         session.finish()
 
-    def stop(self, conversation_id: str) -> bool:
-        """DELETE /v1/stream: cancel the conversation's generation and drop its session."""
+    def stop(self, conversation_id: str) -> None:
+        """DELETE /v1/stream: cancel the conversation's generation and drop its session
+        (nothing to do for one it does not hold)."""
         session = self._sessions.pop(conversation_id, None)
-        if session is None:
-            return False
-        session.cancel()
-        return True
+        if session is not None:
+            session.cancel()
 
     def tee(self, session: StreamSession, events: AsyncIterator[str]) -> AsyncIterator[bytes]:
         """The answer of the request that opened ``session``: its ``events`` go into the
