@@ -346,8 +346,7 @@ class Llama:
                 load=load,
             )
             context = {"n_threads": n_threads, "n_threads_batch": n_threads_batch}
-            # the draft's SWA cache as the target's (llama-server's draft context params)
-            context.update(flash_attn=flash_attn, swa_full=self._ctx.swa_full)
+            context["flash_attn"] = flash_attn
             self._spec = speculator(self._ctx, settings, context)
         elif draft_max is not None or draft_min is not None or draft_p_min is not None:
             raise ValueError("draft_max, draft_min and draft_p_min need a draft_model")

@@ -155,8 +155,10 @@ def speculator(ctx: LlamaContext, settings: dict[str, Any], context: dict[str, A
         )
     kw = dict(settings)
     if kw.get("draft_model") is not None or uses_mtp(kw):
-        shared = ("kv_unified", "n_threads", "n_threads_batch", "flash_attn", "swa_full")
+        shared = ("kv_unified", "n_threads", "n_threads_batch", "flash_attn")
         draft_context = {k: context[k] for k in shared if context.get(k) is not None}
+        # the draft's SWA cache is sized as the target's (llama-server's draft params)
+        draft_context["swa_full"] = ctx.swa_full
         draft_context.update(kw.get("draft_context") or {})
         kw["draft_context"] = draft_context
     return Speculator(ctx, **kw)
