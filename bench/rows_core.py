@@ -165,9 +165,18 @@ def bench_completion(
         def ours(llm: lc.Llama = llm, n: int = n) -> float:
             return float(cases.completion(llm, PROMPT, n)["tokens_per_s"])
 
-        def cpp(path: Path = path, n: int = n) -> float:
-            r = run_reference(loop, path, PROMPT, n, threads=args.threads, ctx=512, warmup=True)
+        def cpp_rate(path: Path, n: int, flash_attn: str) -> float:
+            r = run_reference(
+                loop, path, PROMPT, n, threads=args.threads, ctx=512, warmup=True,
+                flash_attn=flash_attn,
+            )  # fmt: skip
             return 1e3 * r["n_gen"] / (r["prompt_ms"] + r["gen_ms"])
+
+        def cpp(path: Path = path, n: int = n) -> float:
+            return cpp_rate(path, n, "auto")
+
+        def cpp_fa_off(path: Path = path, n: int = n) -> float:
+            return cpp_rate(path, n, "off")
 
         rows.append(
             alternate(
@@ -231,6 +240,22 @@ def bench_completion(
                 )
             )
             compat.close()
+            # (4b)'s own ceiling: llama_cpp.Llama keeps llama-cpp-python's context defaults,
+            # flash attention off among them, where llama_cy.Llama and the C++ loop leave
+            # llama.cpp's auto (on, on the CPU).
+            rows.append(
+                alternate(
+                    Comparison(
+                        f"(4b) ceiling: the C++ loop, flash attention off, {name}",
+                        "tok/s",
+                        "-",
+                        f"llama-cpp-python {LCP_VERSION}",
+                    ),
+                    args.rounds,
+                    cpp_fa_off,
+                    theirs,
+                )
+            )
             # The most any wrapper of this llama.cpp can reach against llama-cpp-python:
             # the C++ loop itself against it, in alternating rounds of its own.
             rows.append(

@@ -99,6 +99,7 @@ def run_reference(
     threads: int = 2,
     ctx: int = 512,
     warmup: bool = False,
+    flash_attn: str = "auto",
 ) -> ReferenceResult:
     """Run llama_loop once and return its JSON; RuntimeError (with its stderr) on failure."""
     if sampler not in ("greedy", "dist"):
@@ -122,6 +123,8 @@ def run_reference(
     ]
     if warmup:
         cmd.append("--warmup")
+    if flash_attn != "auto":
+        cmd += ["--flash-attn", flash_attn]
     if sampler == "dist":
         cmd += ["--seed", str(seed), "--top-k", str(top_k), "--temp", repr(float(temp))]
     result = subprocess.run(cmd, capture_output=True)

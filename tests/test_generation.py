@@ -5,6 +5,8 @@ exact when several threads generate at once on one shared model."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -169,6 +171,21 @@ def test_seeded_reference_is_not_greedy(reference: Reference, prompt: str) -> No
     runs = {tuple(reference(prompt, "dist", seed)["tokens"]) for seed in SEEDS}
     runs.add(tuple(reference(prompt)["tokens"]))
     assert len(runs) == len(SEEDS) + 1
+
+
+@pytest.mark.parametrize(("value", "logged"), [("off", "disabled"), ("on", "enabled")])
+def test_reference_loop_sets_flash_attention(
+    reference_binary: Path, tiny_model_path: Path, value: str, logged: str
+) -> None:
+    """--flash-attn reaches the context (the bench's ceiling for llama_cpp.Llama, which
+    keeps llama-cpp-python's flash_attn=False); a bad value is a usage error."""
+    base = [str(reference_binary), "--lib-dir", lc.get_lib_dir(), "--model", str(tiny_model_path)]
+    base += ["--prompt", "Hello", "--n-predict", "2", "--verbose"]
+    run = subprocess.run([*base, "--flash-attn", value], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert re.search(rf"flash_attn\s*=\s*{logged}", run.stderr), run.stderr[-2000:]
+    bad = subprocess.run([*base, "--flash-attn", "maybe"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--flash-attn must be" in bad.stderr
 
 
 def test_threads_share_one_model(gemma: lc.LlamaModel) -> None:

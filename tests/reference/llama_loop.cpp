@@ -12,6 +12,7 @@
 //              [--sampler greedy | --sampler dist [--seed S] [--top-k K] [--temp X]]
 //              [--backend-sampling]   (the chain runs in the graph: llama_set_sampler)
 //              [--repeat R]   (R runs in one context, the first untimed: a warm loop's rate)
+//              [--flash-attn on|off|auto]   (llama.cpp's default: auto)
 //   --plugin: one more backend plugin, outside DIR (a CUDA wheel's, from its pack)
 //
 // Output: one JSON object on stdout; errors go to stderr with a non-zero exit status
@@ -53,6 +54,7 @@ struct Options {
     uint32_t seed = 0;  // fixed by default: LLAMA_DEFAULT_SEED would pick a random one
     int top_k = 40;
     float temp = 0.8f;
+    llama_flash_attn_type flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;  // llama.cpp's default
 };
 
 [[noreturn]] void usage_error(const std::string & msg) {
@@ -61,7 +63,7 @@ struct Options {
                  "usage: llama_loop --lib-dir DIR --model PATH --prompt TEXT --n-predict N "
                  "[--threads T] [--ctx C] [--batch B] [--ngl L] [--n-seq 1] [--verbose] "
                  "[--sampler greedy | --sampler dist --seed S --top-k K --temp X] "
-                 "[--backend-sampling] [--repeat R]\n");
+                 "[--backend-sampling] [--repeat R] [--flash-attn on|off|auto]\n");
     std::exit(2);
 }
 
@@ -127,6 +129,15 @@ Options parse_args(int argc, char ** argv) {
             o.ngl = (int) parse_int("--ngl", v, -1, 1L << 20);
         } else if (flag == "--n-seq") {
             o.n_seq = (int) parse_int("--n-seq", v, 1, 1);  // only one sequence for now
+        } else if (flag == "--flash-attn") {
+            const std::string fa = v;
+            if (fa == "on") {
+                o.flash_attn = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+            } else if (fa == "off") {
+                o.flash_attn = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+            } else if (fa != "auto") {
+                usage_error("--flash-attn must be 'on', 'off' or 'auto'");
+            }
         } else if (flag == "--sampler") {
             o.sampler = v;
             if (o.sampler != "greedy" && o.sampler != "dist") {
@@ -280,6 +291,7 @@ int run(const Options & o) {
     cparams.n_ctx = (uint32_t) o.ctx;
     cparams.n_batch = (uint32_t) o.batch;
     cparams.n_seq_max = (uint32_t) o.n_seq;
+    cparams.flash_attn_type = o.flash_attn;
     if (o.threads > 0) {
         cparams.n_threads = o.threads;
         cparams.n_threads_batch = o.threads;
