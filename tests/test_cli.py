@@ -218,6 +218,17 @@ def test_bad_chat_flags_are_usage_errors(flags: list[str], message: str) -> None
         assert message in r.stderr
 
 
+@pytest.mark.parametrize("flag", ["--slot-save-path", "--media-path"])
+def test_serve_folders_must_exist(flag: str, tmp_path: Path) -> None:
+    """As arg.cpp: a missing folder stops the start (it made each later slot save a 500)."""
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    for value in (tmp_path / "missing", file):
+        r = cli("serve", "-m", "unused.gguf", flag, str(value))
+        assert r.returncode == 2
+        assert f"not a directory: {value}" in r.stderr
+
+
 def test_no_jinja_with_a_built_in_template(gemma_path: Path) -> None:
     r = cli(
         *("chat", "-m", str(gemma_path), "-n", "8", "--temp", "0"),

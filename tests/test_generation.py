@@ -185,7 +185,8 @@ def test_reference_loop_sets_flash_attention(
     assert run.returncode == 0, run.stderr
     assert re.search(rf"flash_attn\s*=\s*{logged}", run.stderr), run.stderr[-2000:]
     bad = subprocess.run([*base, "--flash-attn", "maybe"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "--flash-attn must be" in bad.stderr
+    assert bad.returncode == 2
+    assert "--flash-attn must be" in bad.stderr
 
 
 def test_threads_share_one_model(gemma: lc.LlamaModel) -> None:

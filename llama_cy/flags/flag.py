@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -106,6 +107,14 @@ def parallel(value: str) -> int:
     if n == 0 or n < -1:
         raise argparse.ArgumentTypeError("--parallel must be -1 (auto) or at least 1")
     return n
+
+
+def directory(value: str) -> str:
+    """--slot-save-path, --media-path: an existing folder, checked at start as arg.cpp
+    checks it (a missing one made every later save a server error)."""
+    if not os.path.isdir(value):
+        raise argparse.ArgumentTypeError(f"not a directory: {value}")
+    return value
 
 
 def json_object(text: str) -> dict[str, Any]:
