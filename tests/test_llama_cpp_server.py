@@ -226,7 +226,13 @@ def test_extras_tokenize_and_detokenize(tiny_model_path: Path) -> None:
         count = post(port, "/extras/tokenize/count", {"input": "Hello world", "model": "x"})
         assert count == {"count": len(want)}
         assert post(port, "/extras/detokenize", {"tokens": want}) == {"text": "Hello world"}
+        # model is Optional[str] in llama-cpp-python's request types
+        assert post(port, "/extras/tokenize", {"input": "Hello world", "model": None}) == {
+            "tokens": want
+        }
+        assert post(port, "/extras/detokenize", {"tokens": want, "model": None})["text"]
         for path, body in (
+            ("/extras/tokenize", {"input": "x", "model": 3}),
             ("/extras/detokenize", {"tokens": [10**9]}),
             ("/extras/detokenize", {"tokens": ["a"]}),
             ("/extras/tokenize", {"input": 3}),

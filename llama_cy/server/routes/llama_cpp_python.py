@@ -16,9 +16,10 @@ from llama_cy.server.schema import ApiError
 
 __all__ = ["routes"]
 
-# ``model`` names any model: one is served (llama-cpp-python picks its default too).
-_TOKENIZE = {"input": (str,), "model": (str,)}
-_DETOKENIZE = {"tokens": (list,), "model": (str,)}
+# ``model`` names any model or none (``Optional[str]`` there): one is served
+# (llama-cpp-python picks its default too).
+_TOKENIZE = {"input": (str,), "model": (str, type(None))}
+_DETOKENIZE = {"tokens": (list,), "model": (str, type(None))}
 
 
 def routes(server: Server) -> list[RouteSpec]:
