@@ -146,6 +146,11 @@ class Llama:
         self._model_owned = True
         _check_unsupported(params)
         if numa is not False and numa != 0:
+            if numa is not True and not 0 < int(numa) < len(_NUMA):
+                raise ValueError(
+                    f"numa must be a bool or a ggml_numa_strategy number (0 to "
+                    f"{len(_NUMA) - 1}), not {numa!r}"
+                )
             numa_init(_NUMA[1] if numa is True else _NUMA[int(numa)])
         draft = params.get("draft_model")
         self._model = LlamaModel.load(

@@ -239,6 +239,9 @@ def test_bad_input_gets_clear_errors(gemma_llm: lc.Llama, gemma_path: Path) -> N
         gemma_llm.create_embedding("hi")
     with pytest.raises(lc.errors.ModelLoadError):
         lc.Llama("/nonexistent/model.gguf")
+    for numa in (5, -1):  # ggml_numa_strategy has 0 to 4 (-1 indexed the table's end)
+        with pytest.raises(ValueError, match="ggml_numa_strategy"):
+            lc.Llama(gemma_path, numa=numa)
     # After all of that the object still works.
     assert gemma_llm.complete("Hello", max_tokens=2, temperature=0).tokens
 
