@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 from child import run_python
+from llama_cpp.llama_chat_format import FORMATTERS
 from llama_cpp.server.__main__ import serve_argv
+from llama_cpp.server.chat_templates import TEMPLATES
 from serving import free_port
 
 from llama_cy import cli
+from llama_cy.chat import ChatTemplate
 from llama_cy.cli.serve import check_flags
 
 
@@ -152,6 +155,74 @@ def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_
         stop(proc)
 
 
+CONVERSATIONS: list[list[dict[str, str]]] = [
+    [{"role": "user", "content": "Hi"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+    [
+        {"role": "system", "content": "S1"},
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+    ],
+    [
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "system", "content": "late"},
+        {"role": "user", "content": ""},
+    ],
+]
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_python_chat_formats_as_jinja_render_the_same_prompts(name: str) -> None:
+    """Each Jinja template the server is given for a Python chat format renders, in
+    llama-server's engine, the prompt the formatter of that name renders."""
+    template = ChatTemplate(None, TEMPLATES[name])
+    for messages in CONVERSATIONS:
+        want = FORMATTERS[name](messages=messages).prompt
+        assert template.apply(messages).prompt == want, messages
+
+
+def test_chat_format_flags(tiny_model_path: Path) -> None:
+    """A chat_format is a template the server renders and the formatter's stops, or a
+    clear refusal at start (it was passed on as a template's text: "alpaca" rendered
+    every chat as the word alpaca)."""
+    model = {"model": str(tiny_model_path)}
+
+    def argv(name: str, **more: str) -> list[str]:
+        return serve_argv({}, {**model, "chat_format": name, **more})
+
+    def stops(flags: list[str]) -> list[str]:
+        return [flags[i + 1] for i, f in enumerate(flags) if f == "-r"]
+
+    alpaca = argv("alpaca")
+    assert alpaca[alpaca.index("--chat-template") + 1] == TEMPLATES["alpaca"]
+    assert "--jinja" in alpaca
+    assert stops(argv("pygmalion")) == ["\n"]
+    assert stops(argv("chatml")) == ["<|im_end|>"]
+    chatml = argv("chatml")
+    assert chatml[chatml.index("--chat-template") + 1] == "chatml"
+    assert "--mmproj" in argv("mtmd", clip_model_path="p.gguf")
+    for name, message in (
+        ("nope", "Invalid chat handler"),
+        ("llava-1-5", "lays images out in Python"),
+        ("functionary", "in Python"),
+        ("functionary-v2", "in Python"),
+        ("mtmd", "needs --clip_model_path"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            argv(name)
+    args = cli.parser().parse_args(["serve", *alpaca])
+    check_flags(args, alpaca)
+    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--chat_format", "qwen")
+    try:
+        messages = CONVERSATIONS[2]
+        out = post(port, "/apply-template", {"messages": messages})
+        assert out["prompt"] == FORMATTERS["qwen"](messages=messages).prompt
+    finally:
+        stop(proc)
+
+
 def test_hf_model_repo_id_names_a_file_of_the_repository(
     tiny_model_path: Path, tmp_path: Path
 ) -> None:
@@ -162,7 +233,9 @@ def test_hf_model_repo_id_names_a_file_of_the_repository(
     cache = _hub_cache(tmp_path / "hub", "someone/tiny-GGUF", "tiny-q8_0.gguf", tiny_model_path)
     code = """
 import sys
+from llama_cpp.llama_chat_format import FORMATTERS
 from llama_cpp.server.__main__ import serve_argv
+from llama_cpp.server.chat_templates import TEMPLATES
 argv = serve_argv({}, {"model": "*q8_0.gguf", "hf_model_repo_id": "someone/tiny-GGUF"})
 print(argv[argv.index("-m") + 1])
 """

@@ -582,7 +582,7 @@ def format_baichuan(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     return _reserved(messages, "<reserved_102>", "<reserved_103>")
 
 
-_OPENBUDDY = (
+_OPENBUDDY_SYSTEM = (
     "You are a helpful, respectful and honest INTP-T AI Assistant named Buddy. You are "
     "talking to a human User.\nAlways answer as helpfully and logically as possible, while "
     "being safe. Your answers should not include any harmful, political, religious, "
@@ -601,7 +601,7 @@ _OPENBUDDY = (
 @_format("openbuddy")
 def format_openbuddy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     turns = _answer(_turns(messages, {"user": "User", "assistant": "Assistant"}), "Assistant")
-    return ChatFormatterResponse(prompt=_colon(_OPENBUDDY, turns, ("\n",), ":"))
+    return ChatFormatterResponse(prompt=_colon(_OPENBUDDY_SYSTEM, turns, ("\n",), ":"))
 
 
 @_format("redpajama-incite")
@@ -611,12 +611,15 @@ def format_redpajama_incite(messages: Messages, **kwargs: Any) -> ChatFormatterR
     return ChatFormatterResponse(prompt=prompt, stop="<human>")
 
 
+_SNOOZY_SYSTEM = (
+    "The prompt below is a question to answer, a task to complete, or a conversation "
+    "to respond to; decide which and write an appropriate response."
+)
+
+
 @_format("snoozy")
 def format_snoozy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = _system(messages) or (
-        "The prompt below is a question to answer, a task to complete, or a conversation "
-        "to respond to; decide which and write an appropriate response."
-    )
+    system = _system(messages) or _SNOOZY_SYSTEM
     roles = {"user": "### Prompt", "assistant": "### Response"}
     turns = _answer(_turns(messages, roles), roles["assistant"])
     return ChatFormatterResponse(prompt=_colon(system, turns, ("\n",), ":"), stop="###")
@@ -632,21 +635,23 @@ def format_intel(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     )
 
 
+_OPEN_ORCA_SYSTEM = (
+    "You are a helpful assistant. Please answer truthfully and write out your "
+    "thinking step by step to be sure you get the right answer. If you make a mistake "
+    "or encounter an error in your thinking, say so out loud and attempt to correct "
+    "it. If you don't know or aren't sure about something, say so clearly. You will "
+    "act as a professional logician, mathematician, and physicist. You will also act "
+    "as the most appropriate type of expert to answer any particular question or "
+    "solve the relevant problem; state which expert type your are, if so. Also think "
+    "of any particular named expert that would be ideal to answer the relevant "
+    "question or solve the relevant problem; name and act as them, if appropriate."
+)
+
+
 @_format("open-orca")
 def format_open_orca(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = (
-        "You are a helpful assistant. Please answer truthfully and write out your "
-        "thinking step by step to be sure you get the right answer. If you make a mistake "
-        "or encounter an error in your thinking, say so out loud and attempt to correct "
-        "it. If you don't know or aren't sure about something, say so clearly. You will "
-        "act as a professional logician, mathematician, and physicist. You will also act "
-        "as the most appropriate type of expert to answer any particular question or "
-        "solve the relevant problem; state which expert type your are, if so. Also think "
-        "of any particular named expert that would be ideal to answer the relevant "
-        "question or solve the relevant problem; name and act as them, if appropriate."
-    )
     turns = _answer(_turns(messages, {"User": "User", "Assistant": "Assistant"}), "Assistant")
-    prompt = _colon(system, turns, ("<|end_of_turn|>\n",), ": ")
+    prompt = _colon(_OPEN_ORCA_SYSTEM, turns, ("<|end_of_turn|>\n",), ": ")
     return ChatFormatterResponse(prompt=prompt, stop="User")
 
 

@@ -225,10 +225,8 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv += ["--lora", s["lora_path"]]
     if s["numa"]:
         argv += ["--numa", "distribute"]
-    if s["chat_format"] == "hf-tokenizer-config":
-        argv += _tokenizer_config_template(s["hf_tokenizer_config_path"])
-    elif s["chat_format"]:
-        argv += ["--chat-template", s["chat_format"]]
+    if s["chat_format"]:
+        argv += _chat_format_flags(s["chat_format"], s)
     if s["chat_template_kwargs"]:
         argv += ["--chat-template-kwargs", json.dumps(s["chat_template_kwargs"])]
     if s["clip_model_path"]:
@@ -260,6 +258,60 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     if s["verbose"]:
         argv.append("--verbose")
     return argv
+
+
+# llama-cpp-python's server builds these vision chat handlers by name (with clip_model_path).
+_VISION_FORMATS = (
+    "llava-1-5", "obsidian", "llava-1-6", "moondream", "nanollava", "llama-3-vision-alpha",
+    "minicpm-v-2.6", "qwen2.5-vl",
+)  # fmt: skip
+
+
+def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
+    """The serve flags that render chats as llama-cpp-python's ``chat_format`` does: a
+    llama.cpp built-in template, a Jinja template of ours (chat_templates), or, for
+    ``mtmd`` and ``gemma4``, the model's own with the projector. The formatter's stop
+    strings become ``-r`` (the server's stops for a request that gives none)."""
+    from llama_cy.chat import chat_format_names
+
+    from ..llama_chat_format import FORMATTERS, LlamaChatCompletionHandlerRegistry
+    from .chat_templates import TEMPLATES
+
+    if name == "hf-tokenizer-config":
+        return _tokenizer_config_template(s["hf_tokenizer_config_path"])
+    if name in ("mtmd", "gemma4"):
+        if not s["clip_model_path"]:
+            raise ValueError(f"--chat_format {name} needs --clip_model_path (the projector)")
+        return []  # the model's own template, as llama-cpp-python's MTMDChatHandler
+    if name in _VISION_FORMATS:
+        raise ValueError(
+            f"--chat_format {name}: llama-cpp-python's {name} handler lays images out in "
+            "Python, which the server here does not run; use --chat_format mtmd (the "
+            "model's own template with --clip_model_path) or llama_cpp.Llama(chat_handler=...)"
+        )
+    if name in TEMPLATES:
+        flags = ["--jinja", "--chat-template", TEMPLATES[name]]
+    elif name in chat_format_names():
+        flags = ["--chat-template", name]
+    elif name in (
+        "functionary-v1",
+        "functionary-v2",
+        *LlamaChatCompletionHandlerRegistry().names(),
+    ):
+        raise ValueError(
+            f"--chat_format {name}: llama-cpp-python's {name} handler builds its prompts "
+            "and tool grammars in Python, which the server here does not run"
+            + ("" if name.startswith("functionary-") else "; llama_cpp.Llama runs it")
+        )
+    else:
+        # llama-cpp-python fails each chat request with "Invalid chat handler"; here, at start
+        raise ValueError(f"--chat_format {name}: no such chat format (Invalid chat handler)")
+    formatter = FORMATTERS.get(name)
+    if formatter is not None:
+        stop = formatter(messages=[{"role": "user", "content": "x"}]).stop
+        for text in [stop] if isinstance(stop, str) else stop or []:
+            flags += ["-r", text]
+    return flags
 
 
 def _tokenizer_config_template(path: str | None) -> list[str]:

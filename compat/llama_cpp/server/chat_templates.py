@@ -1,0 +1,200 @@
+"""llama-cpp-python's Python chat formats as Jinja templates, for ``python -m
+llama_cpp.server --chat_format NAME``: the server is llama-cy serve, whose chat engine
+(llama-server's) renders Jinja, not Python.
+
+Each template is built from the same pieces as the Python formatter of that name in
+``llama_cpp.llama_chat_format`` (the first system message, role labels, separators, the
+answer's label), and renders the same prompt for text messages; the tests compare them
+conversation by conversation."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from ..llama_chat_format import _OPEN_ORCA_SYSTEM, _OPENBUDDY_SYSTEM, _SNOOZY_SYSTEM
+
+__all__ = ["TEMPLATES"]
+
+Style = Literal["colon", "bare", "chatml"]
+
+# The first system message's text, as the formatters' _system() reads it.
+_SYSTEM = (
+    "{%- set ns = namespace(system='', found=false, i=0) -%}"
+    "{%- for m in messages -%}{%- if m['role'] == 'system' and not ns.found -%}"
+    "{%- set ns.system = m['content'] if m['content'] is string else '' -%}"
+    "{%- set ns.found = true -%}{%- endif -%}{%- endfor -%}"
+)
+
+
+def _q(text: str) -> str:
+    """A Jinja string literal (JSON's escapes are Jinja's)."""
+    return json.dumps(text)
+
+
+def _turn(style: Style, label: str, text: str, sep: str, open_: str) -> str:
+    """One turn: with text, or (an empty text, the answer) the label alone."""
+    if style == "colon":
+        return f"{{%- if {text} -%}}{{{{- {label} + ': ' + {text} + {sep} -}}}}" + (
+            f"{{%- else -%}}{{{{- {label} + {_q(open_)} -}}}}{{%- endif -%}}"
+        )
+    if style == "bare":
+        return (
+            f"{{%- if {text} -%}}{{{{- {label} + {text} + {sep} -}}}}"
+            f"{{%- else -%}}{{{{- {label} -}}}}{{%- endif -%}}"
+        )
+    return (
+        f"{{%- if {text} -%}}{{{{- {label} + '\\n' + {text} + {sep} + '\\n' -}}}}"
+        f"{{%- else -%}}{{{{- {label} + '\\n' -}}}}{{%- endif -%}}"
+    )
+
+
+def _template(
+    style: Style,
+    roles: dict[str, str],
+    system: str,
+    seps: tuple[str, ...],
+    *,
+    answer: str | None = None,
+    open_: str = ":",
+) -> str:
+    """``system`` is a Jinja expression over ``ns.system``; ``seps`` alternate between
+    turns (``colon``; the others have one); ``answer`` is the label the prompt ends with."""
+    seps_j = "[" + ", ".join(_q(s) for s in seps) + "]"
+    sep = "seps[ns.i % (seps | length)]"
+    head = {
+        "colon": f"{{{{- {system} + seps[0] -}}}}",
+        "bare": f"{{{{- {system} -}}}}",
+        "chatml": f"{{%- if {system} -%}}{{{{- {system} + seps[0] + '\\n' -}}}}{{%- endif -%}}",
+    }[style]
+    roles_j = "{" + ", ".join(f"{_q(k)}: {_q(v)}" for k, v in roles.items()) + "}"
+    body = (
+        f"{{%- set roles = {roles_j} -%}}{{%- set seps = {seps_j} -%}}{head}"
+        "{%- for m in messages -%}{%- if m['role'] in roles -%}"
+        "{%- set text = m['content'] if m['content'] is string else '' -%}"
+        + _turn(style, "roles[m['role']]", "text", sep, open_)
+        + "{%- set ns.i = ns.i + 1 -%}{%- endif -%}{%- endfor -%}"
+    )
+    if answer is not None:
+        body += _turn(style, _q(answer), "''", sep, open_)
+    return _SYSTEM + body
+
+
+def _with_default(default: str) -> str:
+    return f"(ns.system or {_q(default)})"
+
+
+_IM = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
+
+#: llama-cpp-python's chat formats that llama.cpp has no built-in template for.
+TEMPLATES: dict[str, str] = {
+    "alpaca": _template(
+        "colon",
+        {"user": "### Instruction", "assistant": "### Response"},
+        "ns.system",
+        ("\n\n", "</s>"),
+    ),
+    "qwen": _template(
+        "chatml",
+        _IM,
+        "'<|im_start|>system\\n' + " + _with_default("You are a helpful assistant."),
+        ("<|im_end|>",),
+        answer=_IM["assistant"],
+    ),
+    "phind": _template(
+        "colon",
+        {"user": "### User Message", "assistant": "### Assistant"},
+        _q("### System Prompt\nYou are an intelligent programming assistant."),
+        ("\n\n",),
+        answer="### Assistant",
+    ),
+    "oasst_llama": _template(
+        "bare",
+        {"user": "<|prompter|>", "assistant": "<|assistant|>"},
+        "'[INST] <<SYS>>\\n' + ns.system + '\\n<</SYS>>\\n\\n'",
+        ("</s>",),
+        answer="<|assistant|>",
+    ),
+    "baichuan-2": _template(
+        "bare",
+        {"user": "<reserved_106>", "assistant": "<reserved_107>"},
+        "ns.system",
+        ("",),
+        answer="<reserved_107>",
+    ),
+    "baichuan": _template(
+        "bare",
+        {"user": "<reserved_102>", "assistant": "<reserved_103>"},
+        "ns.system",
+        ("",),
+        answer="<reserved_103>",
+    ),
+    "openbuddy": _template(
+        "colon",
+        {"user": "User", "assistant": "Assistant"},
+        _q(_OPENBUDDY_SYSTEM),
+        ("\n",),
+        answer="Assistant",
+    ),
+    "redpajama-incite": _template(
+        "colon",
+        {"user": "<human>", "assistant": "<bot>"},
+        "ns.system",
+        ("\n",),
+        answer="<bot>",
+    ),
+    "snoozy": _template(
+        "colon",
+        {"user": "### Prompt", "assistant": "### Response"},
+        _with_default(_SNOOZY_SYSTEM),
+        ("\n",),
+        answer="### Response",
+    ),
+    "intel": _template(
+        "colon",
+        {"user": "### User:", "assistant": "### Assistant:"},
+        _q("### System:\n{system_message}"),
+        ("\n",),
+        answer="### Assistant:",
+    ),
+    # Its roles are "User" and "Assistant", capitalised, as llama-cpp-python maps them.
+    "open-orca": _template(
+        "colon",
+        {"User": "User", "Assistant": "Assistant"},
+        _q(_OPEN_ORCA_SYSTEM),
+        ("<|end_of_turn|>\n",),
+        answer="Assistant",
+        open_=": ",
+    ),
+    "mistrallite": _template(
+        "bare",
+        {"user": "<|prompter|>", "assistant": "</s>\n<|assistant|>"},
+        "'<|system|>' + ns.system + '</s>'",
+        (" ",),
+        answer="</s>\n<|assistant|>",
+    ),
+    "pygmalion": _template(
+        "chatml",
+        {"user": "<|user|>", "assistant": "<|model|>"},
+        "'<|system|>' + ns.system",
+        ("\n",),
+        answer="<|model|>",
+    ),
+    "chatglm3": (
+        _SYSTEM + "{{- '<|system|>\\n' + ns.system -}}"
+        "{%- set roles = {'user': '<|user|>', 'assistant': '<|assistant|>'} -%}"
+        "{%- for m in messages -%}{%- if m['role'] in roles -%}"
+        "{%- if m['content'] is string and m['content'] -%}"
+        "{{- roles[m['role']] + '\\n ' + m['content'] -}}"
+        "{%- else -%}{{- roles[m['role']] -}}{%- endif -%}{%- endif -%}{%- endfor -%}"
+        "{{- '<|assistant|>' -}}"
+    ),
+    # Roles user, bot and system, as llama-cpp-python maps them: assistant turns are left out.
+    "saiga": (
+        "{%- for m in messages -%}{%- if m['role'] in ['user', 'bot', 'system'] -%}"
+        "{%- if m['content'] is string and m['content'] -%}"
+        "{{- '<s>' + m['role'] + '\\n' + m['content'] + '</s>' -}}"
+        "{%- else -%}{{- '<s>' + m['role'] + '\\n' -}}{%- endif -%}{%- endif -%}{%- endfor -%}"
+        "{{- '<s>bot' -}}"
+    ),
+}
