@@ -125,6 +125,23 @@ def test_settings_without_a_llama_server_counterpart_are_refused(
     check_flags(args, argv)  # every flag given is one llama-cy serve takes
 
 
+def test_settings_keep_llama_cpp_pythons_bounds(tiny_model_path: Path) -> None:
+    """Its pydantic bounds (ge=), after -1 -> the CPU count for the thread settings:
+    -3 threads was passed on, and llama-server took it for "all"."""
+    model = {"model": str(tiny_model_path)}
+    for name, value, lowest in (
+        ("n_threads", -3, 1), ("n_threads", 0, 1), ("n_threads_batch", -2, 0),
+        ("n_gpu_layers", -2, -1), ("main_gpu", -1, 0), ("last_n_tokens_size", -1, 0),
+    ):  # fmt: skip
+        with pytest.raises(ValueError, match=f"--{name}: .* equal to {lowest}"):
+            serve_argv({}, {**model, name: value})
+    with pytest.raises(ValueError, match="'ram' or 'disk'"):
+        serve_argv({}, {**model, "cache_type": "tape"})
+    argv = serve_argv({}, {**model, "n_threads": -1, "n_threads_batch": 0})
+    assert argv[argv.index("-t") + 1] == str(os.cpu_count())
+    assert argv[argv.index("-tb") + 1] == "0"  # llama-cpp-python's Llama: 0 is all CPUs too
+
+
 def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_path: Path) -> None:
     """chat_format="hf-tokenizer-config": the chat_template of hf_tokenizer_config_path
     renders chats (by llama-server's Jinja engine); the path alone changes nothing, as

@@ -118,6 +118,23 @@ _REFUSED = {
 # interrupt_requests: llama-server always lets a new request in beside a running one.
 
 
+# Bounds of llama-cpp-python's settings (pydantic's ge=), checked after its -1 -> CPU count
+# for the two thread settings.
+_AT_LEAST = {"n_gpu_layers": -1, "main_gpu": 0, "n_threads": 1, "n_threads_batch": 0,
+             "last_n_tokens_size": 0}  # fmt: skip
+
+
+def _check_bounds(s: dict[str, Any]) -> None:
+    for name in ("n_threads", "n_threads_batch"):
+        if s[name] == -1:
+            s[name] = _CPUS
+    for name, lowest in _AT_LEAST.items():
+        if s[name] < lowest:
+            raise ValueError(f"--{name}: Input should be greater than or equal to {lowest}")
+    if s["cache_type"] not in ("ram", "disk"):
+        raise ValueError("--cache_type: Input should be 'ram' or 'disk'")
+
+
 def _defaults() -> dict[str, Any]:
     return {k: d for k, (_, d, _) in {**MODEL_SETTINGS, **SERVER_SETTINGS}.items()}
 
@@ -172,6 +189,7 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     """The ``llama-cy serve`` arguments for llama-cpp-python's settings."""
     s = {**_defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
     defaults = _defaults()
+    _check_bounds(s)
     for name, why in _REFUSED.items():
         if s[name] != defaults[name]:
             raise ValueError(f"--{name}: {why}")
