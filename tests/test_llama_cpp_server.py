@@ -172,7 +172,7 @@ def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_
         stop(proc)
 
 
-CONVERSATIONS: list[list[dict[str, str]]] = [
+CONVERSATIONS: list[list[Any]] = [
     [{"role": "user", "content": "Hi"}],
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
     [
