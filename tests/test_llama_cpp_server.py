@@ -79,6 +79,10 @@ def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
             {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3},
         )  # fmt: skip
         assert chat["choices"][0]["message"]["role"] == "assistant"
+        # a model without a chat template gets llama-cpp-python's llama-2 format
+        messages = CONVERSATIONS[0]
+        want = FORMATTERS["llama-2"](messages=messages).prompt
+        assert post(port, "/apply-template", {"messages": messages})["prompt"] == want
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
             assert "tiny" in [m["id"] for m in json.loads(r.read())["data"]]
     finally:
@@ -151,7 +155,7 @@ def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_
     config.write_text(json.dumps({"chat_template": template, "bos_token": "<s>",
                                   "eos_token": "</s>"}))  # fmt: skip
     model = {"model": str(tiny_model_path), "hf_tokenizer_config_path": str(config)}
-    assert "--jinja" not in serve_argv({}, model)
+    assert template not in serve_argv({}, model)
     argv = serve_argv({}, {**model, "chat_format": "hf-tokenizer-config"})
     assert argv[argv.index("--chat-template") + 1] == template
     with pytest.raises(ValueError, match="hf_tokenizer_config_path"):
@@ -217,8 +221,10 @@ def test_chat_format_flags(tiny_model_path: Path) -> None:
     assert "--jinja" in alpaca
     assert stops(argv("pygmalion")) == ["\n"]
     assert stops(argv("chatml")) == ["<|im_end|>"]
-    chatml = argv("chatml")
-    assert chatml[chatml.index("--chat-template") + 1] == "chatml"
+    chatml = argv("chatml")  # llama.cpp's built-in chatml renders another prompt
+    assert chatml[chatml.index("--chat-template") + 1] == TEMPLATES["chatml"]
+    phi3 = argv("phi3")  # not one of llama-cpp-python's: llama.cpp's template of that name
+    assert phi3[phi3.index("--chat-template") + 1] == "phi3"
     assert "--mmproj" in argv("mtmd", clip_model_path="p.gguf")
     for name, message in (
         ("nope", "Invalid chat handler"),
@@ -238,6 +244,17 @@ def test_chat_format_flags(tiny_model_path: Path) -> None:
         assert out["prompt"] == FORMATTERS["qwen"](messages=messages).prompt
     finally:
         stop(proc)
+
+
+def test_default_chat_format_is_llama_cpp_pythons(
+    tiny_model_path: Path, gemma_chat_path: Path
+) -> None:
+    """No chat_format: the model's own template, else llama-2 (llama-server's is ChatML)."""
+    tiny = serve_argv({}, {"model": str(tiny_model_path)})
+    assert tiny[tiny.index("--chat-template") + 1] == TEMPLATES["llama-2"]
+    assert "--chat-template" not in serve_argv({}, {"model": str(gemma_chat_path)})
+    missing = serve_argv({}, {"model": "/nonexistent.gguf"})  # the server reports it
+    assert "--chat-template" not in missing
 
 
 def test_hf_model_repo_id_names_a_file_of_the_repository(

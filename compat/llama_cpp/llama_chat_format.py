@@ -496,14 +496,16 @@ def format_qwen(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
     return ChatFormatterResponse(prompt=_chatml(system, turns, "<|im_end|>"), stop="<|endoftext|>")
 
 
+_VICUNA_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. The "
+    "assistant gives helpful, detailed, and polite answers to the user's questions."
+)
+
+
 @_format("vicuna")
 def format_vicuna(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = (
-        "A chat between a curious user and an artificial intelligence assistant. The "
-        "assistant gives helpful, detailed, and polite answers to the user's questions."
-    )
     turns = _answer(_turns(messages, {"user": "USER", "assistant": "ASSISTANT"}), "ASSISTANT")
-    return ChatFormatterResponse(prompt=_colon(system, turns, (" ", "</s>"), ":"))
+    return ChatFormatterResponse(prompt=_colon(_VICUNA_SYSTEM, turns, (" ", "</s>"), ":"))
 
 
 @_format("chatml")

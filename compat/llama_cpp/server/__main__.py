@@ -243,8 +243,9 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv += ["--lora", s["lora_path"]]
     if s["numa"]:
         argv += ["--numa", "distribute"]
-    if s["chat_format"]:
-        argv += _chat_format_flags(s["chat_format"], s)
+    chat_format = s["chat_format"] or _default_chat_format(path)
+    if chat_format:
+        argv += _chat_format_flags(chat_format, s)
     if s["chat_template_kwargs"]:
         argv += ["--chat-template-kwargs", json.dumps(s["chat_template_kwargs"])]
     if s["clip_model_path"]:
@@ -283,6 +284,20 @@ _VISION_FORMATS = (
     "llava-1-5", "obsidian", "llava-1-6", "moondream", "nanollava", "llama-3-vision-alpha",
     "minicpm-v-2.6", "qwen2.5-vl",
 )  # fmt: skip
+
+
+def _default_chat_format(path: str) -> str | None:
+    """llama-cpp-python's choice when no chat_format is set: the model's own template,
+    else its ``llama-2`` format (llama-server's is ChatML). None: the model's template
+    (or a file that does not load, for the server to report)."""
+    from llama_cy import LlamaModel
+    from llama_cy.errors import LlamaError
+
+    try:
+        with LlamaModel.load(path, vocab_only=True) as model:
+            return None if model.chat_template() is not None else "llama-2"
+    except (LlamaError, OSError, ValueError):
+        return None
 
 
 def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:

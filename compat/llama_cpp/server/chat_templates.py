@@ -2,7 +2,9 @@
 llama_cpp.server --chat_format NAME``: the server is llama-cy serve, whose chat engine
 (llama-server's) renders Jinja, not Python.
 
-Each template is built from the same pieces as the Python formatter of that name in
+llama.cpp's built-in templates of the same names (llama-2, chatml, gemma, ...) render
+other prompts, so every format has one here. Each is built from the same pieces as the
+Python formatter of that name in
 ``llama_cpp.llama_chat_format`` (the first system message, role labels, separators, the
 answer's label), and renders the same prompt for text messages; the tests compare them
 conversation by conversation."""
@@ -12,7 +14,12 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from ..llama_chat_format import _OPEN_ORCA_SYSTEM, _OPENBUDDY_SYSTEM, _SNOOZY_SYSTEM
+from ..llama_chat_format import (
+    _OPEN_ORCA_SYSTEM,
+    _OPENBUDDY_SYSTEM,
+    _SNOOZY_SYSTEM,
+    _VICUNA_SYSTEM,
+)
 
 __all__ = ["TEMPLATES"]
 
@@ -86,8 +93,70 @@ def _with_default(default: str) -> str:
 
 _IM = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
 
-#: llama-cpp-python's chat formats that llama.cpp has no built-in template for.
+_LLAMA3 = {
+    r: f"<|start_header_id|>{r}<|end_header_id|>\n\n" for r in ("system", "user", "assistant")
+}
+
+#: llama-cpp-python's chat formats: its prompts, which llama.cpp's built-in templates of
+#: the same names (llama-2, chatml, ...) do not give.
 TEMPLATES: dict[str, str] = {
+    # llama-2's first turn after a system prompt goes without its label, as there.
+    "llama-2": (
+        _SYSTEM
+        + "{%- set sys = ('[INST] <<SYS>>\\n' + ns.system + '\\n<</SYS>>') if ns.system else '' -%}"
+        "{{- sys + ' ' -}}{%- set roles = {'user': '<s>[INST]', 'assistant': '[/INST]'} -%}"
+        "{%- set seps = [' ', '</s>'] -%}"
+        "{%- for m in messages -%}{%- if m['role'] in roles -%}"
+        "{%- set text = m['content'] if m['content'] is string else '' -%}"
+        "{%- if sys and ns.i == 0 -%}{{- text + seps[0] -}}"
+        "{%- elif text -%}{{- roles[m['role']] + text + ' ' + seps[ns.i % 2] -}}"
+        "{%- else -%}{{- roles[m['role']] + ' ' -}}{%- endif -%}"
+        "{%- set ns.i = ns.i + 1 -%}{%- endif -%}{%- endfor -%}{{- '[/INST]' -}}"
+    ),
+    "llama-3": _template("bare", _LLAMA3, "''", ("<|eot_id|>",), answer=_LLAMA3["assistant"]),
+    "chatml": _template(
+        "chatml",
+        _IM,
+        "'<|im_start|>system\\n' + ns.system",
+        ("<|im_end|>",),
+        answer=_IM["assistant"],
+    ),
+    # It leaves system messages out; reading them (_SYSTEM) keeps llama.cpp's chat engine
+    # from folding them into the first user message, as for a template without a system role.
+    "mistral-instruct": (
+        _SYSTEM + "{%- for m in messages -%}"
+        "{%- if m['role'] == 'user' and m['content'] is string -%}{{- '[INST] ' + m['content'] -}}"
+        "{%- elif m['role'] == 'assistant' and m['content'] is string -%}"
+        "{{- ' [/INST]' + m['content'] + '</s>' -}}{%- endif -%}{%- endfor -%}{{- ' [/INST]' -}}"
+    ),
+    "zephyr": _template(
+        "chatml",
+        {"user": "<|user|>\n", "assistant": "<|assistant|>\n"},
+        "'<|system|>\\n' + ns.system",
+        ("</s>",),
+        answer="<|assistant|>\n",
+    ),
+    "gemma": _template(
+        "bare",
+        {"user": "<start_of_turn>user\n", "assistant": "<start_of_turn>model\n"},
+        "''",
+        ("<end_of_turn>\n",),
+        answer="<start_of_turn>model\n",
+    ),
+    "openchat": _template(
+        "chatml",
+        {"user": "GPT4 Correct User: ", "assistant": "<|end_of_turn|>GPT4 Correct Assistant: "},
+        "ns.system + '<|end_of_turn|>'",
+        ("<|end_of_turn|>",),
+        answer="<|end_of_turn|>GPT4 Correct Assistant: ",
+    ),
+    "vicuna": _template(
+        "colon",
+        {"user": "USER", "assistant": "ASSISTANT"},
+        _q(_VICUNA_SYSTEM),
+        (" ", "</s>"),
+        answer="ASSISTANT",
+    ),
     "alpaca": _template(
         "colon",
         {"user": "### Instruction", "assistant": "### Response"},
