@@ -302,9 +302,10 @@ def _default_chat_format(path: str) -> str | None:
 
 def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
     """The serve flags that render chats as llama-cpp-python's ``chat_format`` does: a
-    llama.cpp built-in template, a Jinja template of ours (chat_templates), or, for
-    ``mtmd`` and ``gemma4``, the model's own with the projector. The formatter's stop
-    strings become ``-r`` (the server's stops for a request that gives none)."""
+    Jinja template of its format's prompt (chat_templates); for ``mtmd`` and ``gemma4``
+    the model's own template with the projector; for a name only llama.cpp knows, its
+    template of that name. The formatter's stop strings become ``-r`` (the server's
+    stops for a request that gives none)."""
     from llama_cy.chat import chat_format_names
 
     from ..llama_chat_format import FORMATTERS, LlamaChatCompletionHandlerRegistry
