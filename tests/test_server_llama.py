@@ -228,6 +228,44 @@ def test_logit_bias_forms_and_ignore_eos(server: Server) -> None:
     assert all(b["bias"] is None for b in bias)  # -inf is null in JSON
 
 
+def test_logit_bias_on_the_openai_routes(server: Server) -> None:
+    """As on /completion (llama-server reads every route's logit_bias alike): arrays and
+    text keys; llama-cpp-python's logit_bias_type "tokens" makes every key a text."""
+    _, _, first = server.request(
+        "POST",
+        "/completion",
+        {"prompt": PROMPT, "n_predict": 1, "temperature": 0, "return_tokens": True},
+    )
+    token = first["tokens"][0]
+
+    def first_token(**fields: Any) -> tuple[int, Any]:
+        body = {"prompt": PROMPT, "max_tokens": 1, "temperature": 0, "logprobs": 1, **fields}
+        status, _, out = server.request("POST", "/v1/completions", body)
+        if status != 200:
+            return status, out
+        return status, out["choices"][0]["text"]
+
+    status, piece = first_token()
+    assert status == 200
+
+    def tokens_of(text: str) -> Any:
+        return server.request("POST", "/tokenize", {"content": text})[2]["tokens"]
+
+    # a text that is that token alone (SentencePiece adds the space itself)
+    word = next(t for t in (piece, piece.lstrip()) if tokens_of(t) == [token])
+    for bias in ([[token, False]], {word: -100}, {str(token): -100}):
+        status, text = first_token(logit_bias=bias)
+        assert status == 200, text
+        assert text != piece, bias
+    # "tokens": the key is a text, so the digits of the id bias other tokens
+    assert first_token(logit_bias={str(token): -100}, logit_bias_type="tokens") == (200, piece)
+    status, text = first_token(logit_bias={word: -100}, logit_bias_type="tokens")
+    assert text != piece
+    status, out = first_token(logit_bias={word: -100}, logit_bias_type="words")
+    assert status == 400, out
+    assert out["error"]["param"] == "logit_bias_type"
+
+
 def test_unsupported_fields_are_refused(server: Server) -> None:
     for field, value in (("n_indent", 2), ("n_cmpl", 2)):
         status, _, body = server.request(

@@ -91,10 +91,15 @@ def _multimodal(server: Server, text: Any, data: Any) -> MediaTokens:
     return out
 
 
-def logit_bias(server: Server, value: Any) -> dict[int, float]:
+def logit_bias(server: Server, value: Any, bias_type: str | None = None) -> dict[int, float]:
     """llama-server's ``logit_bias``: ``[[token or text, bias or false], ...]`` or
     ``{"token id or text": bias}``; a text biases each of its tokens, ``false`` means
-    never."""
+    never. llama-cpp-python's ``logit_bias_type="tokens"`` makes every key a text,
+    special tokens parsed (its ``"input_ids"``, the default, keeps llama-server's rule)."""
+    if bias_type not in (None, "input_ids", "tokens"):
+        raise ApiError(
+            400, "'logit_bias_type' must be 'input_ids' or 'tokens'", param="logit_bias_type"
+        )
     items = list(value.items()) if isinstance(value, dict) else value
     if not isinstance(items, list):
         raise ApiError(400, "'logit_bias' must be an object or an array", param="logit_bias")
@@ -112,7 +117,9 @@ def logit_bias(server: Server, value: Any) -> dict[int, float]:
             b = float(bias)
         else:
             raise ApiError(400, "a logit bias must be a number or false", param="logit_bias")
-        if isinstance(key, str) and not key.lstrip("-").isdigit():
+        if isinstance(key, str) and bias_type == "tokens":
+            ids = server.model.tokenize(key, add_special=False, parse_special=True).tolist()
+        elif isinstance(key, str) and not key.lstrip("-").isdigit():
             ids = server.model.tokenize(key, add_special=False, parse_special=False).tolist()
         elif isinstance(key, (int, str)) and not isinstance(key, bool):
             ids = [int(key)]

@@ -15,7 +15,7 @@ from llama_cy.generation import Job
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
 from llama_cy.server import schema
 from llama_cy.server.core import Server
-from llama_cy.server.inputs import lora_request, messages
+from llama_cy.server.inputs import logit_bias, lora_request, messages
 from llama_cy.server.schema import ApiError
 
 __all__ = [
@@ -66,6 +66,8 @@ def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
         name = SAMPLING_FIELDS.get(key)
         if name is not None:
             out[name] = value
+    if body.get("logit_bias") is not None:
+        out["logit_bias"] = logit_bias(server, body["logit_bias"], body.get("logit_bias_type"))
     if body.get("ignore_eos"):
         bias = dict(out.get("logit_bias") or server.settings.sampling.get("logit_bias") or {})
         bias.update(server.eog_bias)

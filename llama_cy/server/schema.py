@@ -58,7 +58,10 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     **{s.server: _types(s) for s in SAMPLING_SETTINGS if s.server is not None},
     "seed": _INT + _NULL,
     "stop": _STR + _LIST + _NULL,
-    "logit_bias": _DICT + _NULL,
+    # llama-server reads it as /completion does on every route; llama-cpp-python's
+    # logit_bias_type "tokens" makes every key a text
+    "logit_bias": _DICT + _LIST + _NULL,
+    "logit_bias_type": _STR + _NULL,
     "grammar": _STR + _NULL,
     "max_tokens": _INT + _NULL,
     "cache_prompt": _BOOL + _NULL,

@@ -17,7 +17,7 @@ from llama_cy.generation import Job, KVSequence
 from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.inputs import input_prompts, logit_bias, lora_request, messages
+from llama_cy.server.inputs import input_prompts, lora_request, messages
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import read_body, render_kwargs, sampling, stop
 from llama_cy.server.schema import ApiError
@@ -287,9 +287,6 @@ def infill_tokens(
 def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> Job:
     """A /completion (or /infill) request's job, llama-server's fields read."""
     settings = sampling(server, body)
-    bias = body.get("logit_bias")
-    if bias is not None:
-        settings["logit_bias"] = logit_bias(server, bias)
     if "json_schema" in body and "grammar" not in body:
         settings["grammar"] = json_schema_to_grammar(body["json_schema"])
     n_probs = body.get("n_probs", 0)
