@@ -266,6 +266,27 @@ def test_logit_bias_on_the_openai_routes(server: Server) -> None:
     assert out["error"]["param"] == "logit_bias_type"
 
 
+def test_min_tokens(server: Server, tiny_fim: Path) -> None:
+    """llama-cpp-python's min_tokens: its end-of-sequence token waits that many tokens
+    (here the bias makes it the first choice at every step)."""
+    with LlamaModel.load(tiny_fim, vocab_only=True) as model:
+        eos = model.token_eos
+
+    def run(**fields: Any) -> Any:
+        body = {"prompt": PROMPT, "max_tokens": 8, "temperature": 0,
+                "logit_bias": {str(eos): 100}, **fields}  # fmt: skip
+        return server.request("POST", "/v1/completions", body)
+
+    status, _, out = run()
+    assert status == 200, out
+    assert (out["usage"]["completion_tokens"], out["choices"][0]["finish_reason"]) == (0, "stop")
+    status, _, out = run(min_tokens=3)
+    assert status == 200, out
+    assert (out["usage"]["completion_tokens"], out["choices"][0]["finish_reason"]) == (3, "stop")
+    status, _, out = run(min_tokens=-1)
+    assert (status, out["error"]["param"]) == (400, "min_tokens")
+
+
 def test_unsupported_fields_are_refused(server: Server) -> None:
     for field, value in (("n_indent", 2), ("n_cmpl", 2)):
         status, _, body = server.request(

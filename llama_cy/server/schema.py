@@ -62,6 +62,7 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     # logit_bias_type "tokens" makes every key a text
     "logit_bias": _DICT + _LIST + _NULL,
     "logit_bias_type": _STR + _NULL,
+    "min_tokens": _INT + _NULL,  # llama-cpp-python's: no end of sequence before that many
     "grammar": _STR + _NULL,
     "max_tokens": _INT + _NULL,
     "cache_prompt": _BOOL + _NULL,
