@@ -50,6 +50,7 @@ cdef class LlamaContext(ViewOwner):
     cdef bint _samplers_changed
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1
+    cdef int _check_embeddings_output(self) except -1
     cdef int _ensure_weights(self) except -1
     cdef int _lock_acquire(self) except -1
     cdef void _lock_release(self) noexcept

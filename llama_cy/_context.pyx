@@ -809,14 +809,40 @@ cdef class LlamaContext(ViewOwner):
             self._lock_release()
 
     def set_embeddings(self, bint embeddings):
-        """Switch embedding extraction on or off for the next decodes."""
+        """Switch embedding extraction on or off for the next decodes. LlamaError if the
+        model's graph has no embeddings output (an EAGLE3 draft model, say)."""
         self._ensure_weights()
+        if embeddings and not self._embeddings:
+            self._check_embeddings_output()
         c.llama_set_embeddings(self.ptr, embeddings)
         if embeddings and not self._embeddings:
             # The output buffer grows to hold embeddings too: treat it as unsized so
             # the next decode with live views is refused rather than moved under them.
             self._output_capacity = 0
         self._embeddings = embeddings
+
+    cdef int _check_embeddings_output(self) except -1:
+        """A graph without an embeddings output asserts at the next decode (llama-graph's
+        "missing result_norm/result_embd tensor"), where nothing catches it; a small
+        context made with embeddings on meets the same assert where _guard turns it into
+        NULL, so one is made and freed first."""
+        cdef c.llama_context_params p = c.llama_context_default_params()
+        p.n_ctx = 256
+        p.n_batch = p.n_ubatch = 8
+        p.n_seq_max = 1
+        p.n_threads = p.n_threads_batch = 1
+        p.embeddings = True
+        p.pooling_type = c.llama_get_pooling_type(self.ptr)
+        cdef c.llama_model *model = self.model.ptr
+        cdef c.llama_context *probe
+        with nogil:
+            probe = init_context(model, p)
+        if probe == NULL:
+            raise LlamaError(
+                "this model gives no embeddings"
+                + (f" ({last_abort()})" if last_abort() else ""))
+        c.llama_free(probe)
+        return 0
 
     def set_causal_attn(self, bint causal):
         self._ensure_weights()
@@ -872,8 +898,12 @@ cdef class LlamaContext(ViewOwner):
     def seq_add(self, int seq_id, int p0, int p1, int delta):
         """Shift positions ``[p0, p1)`` of a sequence by ``delta``."""
         self._ensure_weights()
-        self._check_seq(seq_id, True)
-        if delta != 0 and not c.llama_memory_can_shift(self.mem):
+        # One sequence: llama.cpp's KV cache asserts seq_id >= 0 here (no "all" as in
+        # seq_rm), and asserts one position per embedding before it looks at delta.
+        self._check_seq(seq_id, False)
+        if delta == 0:
+            return
+        if not c.llama_memory_can_shift(self.mem):
             raise LlamaError("this model's memory cannot shift positions")
         self._lock_acquire()
         c.llama_memory_seq_add(self.mem, seq_id, p0, p1, delta)
@@ -882,10 +912,12 @@ cdef class LlamaContext(ViewOwner):
     def seq_div(self, int seq_id, int p0, int p1, int d):
         """Integer-divide positions ``[p0, p1)`` of a sequence by ``d``."""
         self._ensure_weights()
-        self._check_seq(seq_id, True)
+        self._check_seq(seq_id, False)  # as seq_add
         if d < 1:
             raise ValueError("d must be >= 1")
-        if d != 1 and not c.llama_memory_can_shift(self.mem):
+        if d == 1:
+            return
+        if not c.llama_memory_can_shift(self.mem):
             raise LlamaError("this model's memory cannot shift positions")
         self._lock_acquire()
         c.llama_memory_seq_div(self.mem, seq_id, p0, p1, d)

@@ -95,6 +95,20 @@ expect(EncodeError, ctx.encode, batch, match="no encoder")
     )
 
 
+def test_shift_and_divide_take_one_sequence(tiny_model_path: Path) -> None:
+    """seq_add/seq_div on -1 (llama.cpp's "all" in seq_rm only): its KV cache asserts."""
+    hazard(
+        """
+ctx = decoded()
+expect(ValueError, ctx.seq_add, -1, 0, -1, 1, match="out of range")
+expect(ValueError, ctx.seq_div, -1, 0, -1, 2, match="out of range")
+ctx.seq_add(0, 0, -1, 0)
+ctx.seq_div(0, 0, -1, 1)
+""",
+        tiny_model_path,
+    )
+
+
 def test_non_causal_batch_larger_than_n_ubatch(tiny_model_path: Path) -> None:
     hazard(
         """

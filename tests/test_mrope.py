@@ -240,6 +240,12 @@ expect(lc.LlamaError, mctx.eval_chunk, ctx, chunks[1], 0)
 batch = lc.LlamaBatch(4)
 batch.add_sequence([1, 2], 1, 0, logits_last=True)
 expect(lc.LlamaError, ctx.decode, batch)
+# llama.cpp asserts one position per embedding in seq_add/seq_div, before their no-op
+# checks: a zero shift or a division by one is done here, a real one refused
+ctx.seq_add(0, 0, -1, 0)
+ctx.seq_div(0, 0, -1, 1)
+expect(lc.LlamaError, ctx.seq_add, 0, 0, -1, 1)
+expect(lc.LlamaError, ctx.seq_div, 0, 0, -1, 2)
 # the sequence goes on where it was
 end = mctx.eval_chunk(ctx, chunks[2], n_past, logits_last=True)
 assert end == chunks.n_pos and np.isfinite(ctx.logits()).all()
@@ -252,4 +258,4 @@ def test_hostile_positions_raise_and_the_process_goes_on(
 ) -> None:
     r = child.run_python(HOSTILE, str(qwen_path), str(projector), str(picture))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["3"]
+    assert r.stdout.split() == ["5"]

@@ -206,3 +206,29 @@ def test_mismatched_eagle3_pairs_are_refused(tiny_model_path: Path, tmp_path: Pa
                          str(tiny_model_path))  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["4", "draft-eagle3"]
+
+
+EMBEDDINGS_OF_A_DRAFT = """
+import sys
+import numpy as np
+import llama_cy as lc
+model = lc.LlamaModel.load(sys.argv[1])
+ctx = lc.LlamaContext(model, n_ctx=64, n_batch=8, n_threads=1)
+try:
+    ctx.set_embeddings(True)
+except lc.LlamaError as e:
+    print("refused:", "no embeddings" in str(e))
+batch = lc.LlamaBatch(4)
+batch.add_sequence([1, 2, 3], 0, 0)
+ctx.decode(batch)
+print(bool(np.isfinite(ctx.logits(-1)).all()))
+"""
+
+
+def test_embeddings_of_a_graph_without_them_are_refused(eagle3_path: Path) -> None:
+    """An EAGLE3 draft's graph has no embeddings output: llama.cpp asserts at the next
+    decode after llama_set_embeddings(true); set_embeddings refuses instead, and the
+    context goes on decoding."""
+    r = child.run_python(EMBEDDINGS_OF_A_DRAFT, str(eagle3_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["refused:", "True", "True"]
