@@ -450,10 +450,10 @@ cdef class LlamaModel(LlamaVocab):
     def save(self, path):
         """Write the model to a GGUF file (OSError if it cannot be written)."""
         self._ensure_alive()
+        cdef bytes bpath = os.fsencode(path)  # before open(), which takes an int as a descriptor
         # llama.cpp only logs a failed write: open the file here so errors surface.
-        with open(path, "wb"):
+        with open(bpath, "wb"):
             pass
-        cdef bytes bpath = os.fsencode(path)
         cdef const char *cpath = bpath
         self._enter()
         try:

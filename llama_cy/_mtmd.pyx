@@ -157,6 +157,7 @@ cdef class Bitmap(ViewOwner):
     def from_file(MtmdContext mctx not None, path, id=None):
         """Decode an image or audio file (see :meth:`from_bytes`)."""
         mctx._ensure_alive()
+        path = os.fspath(path)  # not an int: open() takes one as a descriptor, and closes it
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -10,6 +10,7 @@ llama.cpp does, so a constrained step usually costs no more than a free one.
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -124,7 +125,8 @@ class LlamaGrammar:
 
     @classmethod
     def from_file(cls, path: str, verbose: bool = True) -> LlamaGrammar:
-        with open(path, encoding="utf-8") as f:
+        # os.fspath: open() would take an int as a descriptor, and close it
+        with open(os.fspath(path), encoding="utf-8") as f:
             return cls(f.read())
 
     @classmethod

@@ -109,6 +109,18 @@ ctx.seq_div(0, 0, -1, 1)
     )
 
 
+def test_a_descriptor_is_not_a_path(tiny_model_path: Path) -> None:
+    """open() takes an int as a file descriptor and closes it: model.save(1) and
+    LlamaGrammar.from_file(1) closed stdout before they failed (still_serves prints)."""
+    hazard(
+        """
+expect(TypeError, model.save, 1)
+expect(TypeError, lc.LlamaGrammar.from_file, 1)
+""",
+        tiny_model_path,
+    )
+
+
 def test_non_causal_batch_larger_than_n_ubatch(tiny_model_path: Path) -> None:
     hazard(
         """
