@@ -102,6 +102,18 @@ def test_integer_enums_and_accepted_keywords(tiny_model_path: Path) -> None:
         llama_cpp.Llama(str(tiny_model_path), pooling_type=77, verbose=False)
 
 
+def test_a_bad_seed_is_refused_and_forgotten(llm: llama_cpp.Llama) -> None:
+    """A call's seed that is no integer raised only after it was kept: every later call
+    failed on it."""
+    for bad in ([1], 1.5, "7"):
+        with pytest.raises(TypeError):
+            llm.create_completion("The", max_tokens=2, seed=bad)
+        with pytest.raises(TypeError):
+            llm.set_seed(bad)  # type: ignore[arg-type]
+    assert llm.create_completion("The", max_tokens=2)["usage"]["completion_tokens"] >= 1
+    llm.set_seed(np.int64(5))  # type: ignore[arg-type]  # an integer of another type is one
+
+
 def test_seeds_differ_per_call_and_repeat_from_the_seed(tiny_model_path: Path) -> None:
     def texts(llm: llama_cpp.Llama) -> list[str]:
         return [llm("The", max_tokens=8, temperature=1.0)["choices"][0]["text"] for _ in range(3)]

@@ -11,6 +11,7 @@ its ctypes layer takes, the token-level loop (``eval``, ``sample``, ``generate``
 from __future__ import annotations
 
 import inspect
+import operator
 import os
 import random
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -465,7 +466,8 @@ class Llama(llama_cy.Llama):
         return LlamaTokenizer(self)
 
     def set_seed(self, seed: int) -> None:
-        self._seed = seed
+        # checked here: a call's bad seed would otherwise stay, and fail every later call
+        self._seed = operator.index(seed)
 
     def set_cache(self, cache: BaseLlamaCache | None) -> None:
         """Keep each completion's final state in ``cache`` and start from the longest
