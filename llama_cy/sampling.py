@@ -30,6 +30,7 @@ __all__ = [
     "SAMPLER_TYPES",
     "LlamaGrammar",
     "LogitsProcessor",
+    "MinTokensLogitsProcessor",
     "SamplingParams",
     "build_sampler",
     "eog_bias",
@@ -90,6 +91,26 @@ def sampler_types(value: str | Sequence[str]) -> tuple[str, ...]:
 
 #: llama-cpp-python's ``logits_processor``: (tokens so far, scores) -> new scores.
 LogitsProcessor = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], npt.NDArray[np.single]]
+
+
+class MinTokensLogitsProcessor:
+    """llama-cpp-python's: its end-of-sequence token is not sampled before ``min_tokens``
+    tokens were generated (counted from the first call, which sees the prompt). The
+    server's ``min_tokens`` field uses it, as llama-cpp-python's server does."""
+
+    def __init__(self, min_tokens: int, token_eos: int) -> None:
+        self.min_tokens = min_tokens
+        self.token_eos = token_eos
+        self.prompt_tokens: int | None = None
+
+    def __call__(
+        self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
+    ) -> npt.NDArray[np.single]:
+        if self.prompt_tokens is None:
+            self.prompt_tokens = len(input_ids)
+        if len(input_ids) - self.prompt_tokens < self.min_tokens and self.token_eos >= 0:
+            scores[self.token_eos] = -np.inf
+        return scores
 
 
 class LlamaGrammar:

@@ -25,7 +25,12 @@ import llama_cy.errors
 import llama_cy.generation
 from llama_cy.generation import common_prefix
 from llama_cy.prepare import CHAT_POSITIONAL, positional
-from llama_cy.sampling import LlamaGrammar, SamplingParams, build_sampler
+from llama_cy.sampling import (
+    LlamaGrammar,
+    MinTokensLogitsProcessor,
+    SamplingParams,
+    build_sampler,
+)
 
 from . import llama_chat_format, llama_cpp
 from ._enums import enum_name, enum_value
@@ -75,24 +80,6 @@ class StoppingCriteriaList(list[StoppingCriteria]):
 
     def __call__(self, input_ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> bool:
         return any(criterion(input_ids, logits) for criterion in self)
-
-
-class MinTokensLogitsProcessor:
-    """Forbids the end-of-generation token until ``min_tokens`` tokens were generated."""
-
-    def __init__(self, min_tokens: int, token_eos: int) -> None:
-        self.min_tokens = min_tokens
-        self.token_eos = token_eos
-        self.prompt_tokens: int | None = None
-
-    def __call__(
-        self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
-    ) -> npt.NDArray[np.single]:
-        if self.prompt_tokens is None:
-            self.prompt_tokens = len(input_ids)
-        if len(input_ids) - self.prompt_tokens < self.min_tokens:
-            scores[self.token_eos] = -np.inf
-        return scores
 
 
 class LlamaState:

@@ -8,12 +8,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from starlette.requests import Request
 
 from llama_cy.chat import ChatParser
 from llama_cy.generation import Job
+from llama_cy.sampling import MinTokensLogitsProcessor
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
 from llama_cy.server import schema
 from llama_cy.server.core import Server
@@ -59,26 +58,6 @@ async def read_body(
     return body
 
 
-class MinTokens:
-    """llama-cpp-python's ``min_tokens`` (its server's MinTokensLogitsProcessor): its
-    end-of-sequence token is not sampled before ``n`` tokens were generated (counted
-    from the first call, which sees the prompt)."""
-
-    def __init__(self, n: int, eos: int) -> None:
-        self.n = n
-        self.eos = eos
-        self.start: int | None = None
-
-    def __call__(
-        self, ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
-    ) -> npt.NDArray[np.single]:
-        if self.start is None:
-            self.start = len(ids)
-        if len(ids) - self.start < self.n and self.eos >= 0:
-            scores[self.eos] = -np.inf
-        return scores
-
-
 def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
     """The request's sampler settings by their Python names (the preparer fills in
     the server's defaults for the rest); ``ignore_eos`` biases every end-of-generation
@@ -94,7 +73,7 @@ def sampling(server: Server, body: Mapping[str, Any]) -> dict[str, Any]:
     if min_tokens < 0:
         raise ApiError(400, "'min_tokens' must be >= 0", param="min_tokens")
     if min_tokens > 0:
-        out["logits_processor"] = [MinTokens(min_tokens, server.model.token_eos)]
+        out["logits_processor"] = [MinTokensLogitsProcessor(min_tokens, server.model.token_eos)]
     if body.get("ignore_eos"):
         bias = dict(out.get("logit_bias") or server.settings.sampling.get("logit_bias") or {})
         bias.update(server.eog_bias)
