@@ -48,7 +48,10 @@ def methods(objects: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def core(model_path: str) -> tuple[dict[str, Any], Callable[[], None]]:
+Made = tuple[dict[str, Any], Callable[[], None], list[Any]]
+
+
+def core(model_path: str) -> Made:
     model = lc.LlamaModel.load(model_path)
     ctx = lc.LlamaContext(model, n_ctx=64, n_batch=32, n_threads=1)
     objects = {
@@ -68,10 +71,10 @@ def core(model_path: str) -> tuple[dict[str, Any], Callable[[], None]]:
         ctx.decode(batch)
         assert np.isfinite(ctx.logits(-1)).all()
 
-    return objects, check
+    return objects, check, [ctx, model]
 
 
-def media(model_path: str, projector: str, image: str) -> tuple[dict[str, Any], Callable[[], None]]:
+def media(model_path: str, projector: str, image: str) -> Made:
     model = lc.LlamaModel.load(model_path)
     ctx = lc.LlamaContext(model, n_ctx=256, n_batch=64, n_threads=1, n_seq_max=2)
     mctx = lc.MtmdContext(model, projector, n_threads=1)
@@ -94,10 +97,11 @@ def media(model_path: str, projector: str, image: str) -> tuple[dict[str, Any], 
         assert mctx.eval_chunks(ctx, fresh, logits_last=True) == fresh.n_pos
         assert np.isfinite(ctx.logits(-1)).all()
 
-    return objects, check
+    # the context and the chunks as arguments too: eval_chunk(ctx, chunks[1], ...) and kin
+    return objects, check, [ctx, chunks, chunks[1], bitmap, [1, 2, 3]]
 
 
-def llama(model_path: str) -> tuple[dict[str, Any], Callable[[], None]]:
+def llama(model_path: str) -> Made:
     import llama_cpp
 
     ours = lc.Llama(model_path, n_ctx=64, n_batch=32, n_threads=1)
@@ -110,21 +114,22 @@ def llama(model_path: str) -> tuple[dict[str, Any], Callable[[], None]]:
             llm.reset()
             assert llm.create_completion("Hi", max_tokens=2)["usage"]["total_tokens"] >= 1
 
-    return objects, check
+    return objects, check, []
 
 
 def main() -> None:
     kind, seed, start, workdir, *paths = sys.argv[1:]
     os.chdir(workdir)  # where the state-file methods write
-    makers: dict[str, Callable[..., tuple[dict[str, Any], Callable[[], None]]]] = {
+    makers: dict[str, Callable[..., Made]] = {
         "core": core,
         "media": media,
         "llama": llama,
     }
-    objects, check = makers[kind](*paths)
+    objects, check, own = makers[kind](*paths)
+    values = VALUES + own
     rng = random.Random(int(seed))
     calls = [
-        (oname, name, tuple(rng.choice(VALUES) for _ in range(arity)))
+        (oname, name, tuple(rng.choice(values) for _ in range(arity)))
         for oname, name in methods(objects)
         for arity in range(6)
         for _ in range(1 if arity == 0 else 12)

@@ -7,7 +7,7 @@ It found: seq_add/seq_div on -1 and their no-ops on an M-RoPE model (KV-cache as
 set_embeddings(True) on a graph without an embeddings output, open() closing a descriptor
 passed as a path, and llama_cpp.Llama keeping a bad seed.
 
-``LLAMA_CY_FUZZ_SEED`` sets the seed (default 0); each run makes about 4,000 to 11,000
+``LLAMA_CY_FUZZ_SEED`` sets the seed (default 0); each run makes about 2,000 to 5,300
 calls and takes a second or two.
 """
 
