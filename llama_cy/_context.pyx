@@ -318,6 +318,14 @@ cdef class LlamaContext(ViewOwner):
                     "(LlamaModel.load(load_mtp=True)); it has "
                     f"{c.llama_model_n_layer_nextn(model.ptr)} NextN layers")
             p.ctx_type = c.LLAMA_CONTEXT_TYPE_MTP
+        if ctx_other is None and model.meta_val("general.architecture") == "eagle3":
+            # Its decoder's input is the g-embeddings made of the target's features
+            # (eagle3.cpp); alone, a token batch leaves them unset and it decodes
+            # whatever that memory held.
+            raise ContextCreationError(
+                "an EAGLE3 model is a draft: its context reads the target's hidden states "
+                "(ctx_other=the target's context, as Speculator(target, 'draft-eagle3', "
+                "draft_model=...) makes it)")
         if ctx_other is not None:
             # As common_speculative_init_from_params makes a draft context.
             ctx_other._ensure_alive()

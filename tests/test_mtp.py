@@ -212,23 +212,31 @@ EMBEDDINGS_OF_A_DRAFT = """
 import sys
 import numpy as np
 import llama_cy as lc
-model = lc.LlamaModel.load(sys.argv[1])
-ctx = lc.LlamaContext(model, n_ctx=64, n_batch=8, n_threads=1)
+draft = lc.LlamaModel.load(sys.argv[1])
+target = lc.LlamaContext(lc.LlamaModel.load(sys.argv[2]), n_ctx=64, n_batch=8, n_threads=1)
+try:
+    lc.LlamaContext(draft, n_ctx=64, n_batch=8, n_threads=1)
+except lc.errors.ContextCreationError as e:
+    print("alone:", "is a draft" in str(e))
+ctx = lc.LlamaContext(draft, n_batch=8, n_threads=1, ctx_other=target)
 try:
     ctx.set_embeddings(True)
 except lc.LlamaError as e:
-    print("refused:", "no embeddings" in str(e))
+    print("embeddings:", "no embeddings" in str(e))
 batch = lc.LlamaBatch(4)
 batch.add_sequence([1, 2, 3], 0, 0)
-ctx.decode(batch)
-print(bool(np.isfinite(ctx.logits(-1)).all()))
+target.decode(batch)
+print(bool(np.isfinite(target.logits(-1)).all()))
 """
 
 
-def test_embeddings_of_a_graph_without_them_are_refused(eagle3_path: Path) -> None:
-    """An EAGLE3 draft's graph has no embeddings output: llama.cpp asserts at the next
-    decode after llama_set_embeddings(true); set_embeddings refuses instead, and the
-    context goes on decoding."""
-    r = child.run_python(EMBEDDINGS_OF_A_DRAFT, str(eagle3_path))
+def test_an_eagle3_draft_alone_and_its_embeddings_are_refused(
+    eagle3_path: Path, tiny_model_path: Path
+) -> None:
+    """An EAGLE3 draft decodes from its target's features: a context without the target's
+    (ctx_other) would read memory nothing set, and is refused. Its graph has no embeddings
+    output: llama.cpp asserts at the next decode after llama_set_embeddings(true), so
+    set_embeddings refuses instead, and the process goes on."""
+    r = child.run_python(EMBEDDINGS_OF_A_DRAFT, str(eagle3_path), str(tiny_model_path))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["refused:", "True", "True"]
+    assert r.stdout.split() == ["alone:", "True", "embeddings:", "True", "True"]
