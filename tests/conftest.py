@@ -21,6 +21,7 @@ from tiny_model import (
     write_tiny_llava_projector,
     write_tiny_ultravox_projector,
 )
+from tiny_mtp import write_tiny_glm4moe_mtp
 
 import llama_cy as lc
 
@@ -94,6 +95,15 @@ def audio_path(model_cache: Path) -> Path:
 def gemma3_projector(model_cache: Path) -> Path:
     """A tiny Gemma 3 projector for Gemma 3 270M (4 tokens an image)."""
     return _projector(model_cache, "tiny-gemma3-mmproj", write_tiny_gemma3_projector)
+
+
+@pytest.fixture(scope="session")
+def mtp_path(model_cache: Path) -> Path:
+    """A tiny GLM-4 MoE with a NextN (MTP) layer (test_mtp's model; the method fuzz's too)."""
+    path = model_cache / "tiny-glm4moe-mtp-v2.gguf"
+    if not path.is_file():
+        write_tiny_glm4moe_mtp(path.with_suffix(".partial")).replace(path)
+    return path
 
 
 @pytest.fixture(scope="session")

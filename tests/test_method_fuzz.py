@@ -22,7 +22,6 @@ import pytest
 from offload import timeout
 from test_mtmd import IMAGE
 from tiny_model import write_tiny_llama
-from tiny_mtp import write_tiny_glm4moe_mtp
 
 HERE = Path(__file__).parent
 SEED = os.environ.get("LLAMA_CY_FUZZ_SEED", "0")
@@ -66,15 +65,6 @@ def mrope_path(model_cache: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def moe_path(model_cache: Path) -> Path:
-    """A GLM-4 MoE with a NextN (MTP) layer."""
-    path = model_cache / "fuzz-glm4moe-mtp-v1.gguf"
-    if not path.is_file():
-        write_tiny_glm4moe_mtp(path.with_suffix(".partial")).replace(path)
-    return path
-
-
 # Not an EAGLE3 draft: decoded alone (a token batch, no ctx_other) its graph reads target
 # features nothing set, so its logits are whatever that memory held.
 @pytest.mark.parametrize("model", ["llama", "mrope", "moe", "bert"])
@@ -82,11 +72,11 @@ def test_core_objects(
     model: str,
     tiny_model_path: Path,
     mrope_path: Path,
-    moe_path: Path,
+    mtp_path: Path,
     tiny_bert_path: Path,
     tmp_path: Path,
 ) -> None:
-    path = {"llama": tiny_model_path, "mrope": mrope_path, "moe": moe_path,
+    path = {"llama": tiny_model_path, "mrope": mrope_path, "moe": mtp_path,
             "bert": tiny_bert_path}[model]  # fmt: skip
     fuzz("core", path, workdir=tmp_path)
 

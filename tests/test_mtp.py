@@ -15,20 +15,12 @@ from pathlib import Path
 import child
 import pytest
 from serving import Server
-from tiny_mtp import write_tiny_eagle3, write_tiny_glm4moe_mtp
+from tiny_mtp import write_tiny_eagle3
 
 import llama_cy as lc
 from llama_cy.errors import ContextCreationError
 
 PROMPT = "Once upon a time, in a quiet village by the sea, there lived"
-
-
-@pytest.fixture(scope="module")
-def mtp_path(model_cache: Path) -> Path:
-    path = model_cache / "tiny-glm4moe-mtp-v2.gguf"
-    if not path.is_file():
-        write_tiny_glm4moe_mtp(path.with_suffix(".partial")).replace(path)
-    return path
 
 
 @pytest.fixture(scope="module")
