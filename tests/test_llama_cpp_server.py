@@ -27,14 +27,19 @@ from llama_cy.cli.serve import check_flags
 
 
 def start(
-    *args: str, env: dict[str, str] | None = None, port: int | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    module: str = "llama_cpp.server",
+    cwd: Path | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m module --host --port args`` (llama_cpp.server, or uvicorn), once it
+    answers /health."""
     port = port or free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 (the child's; a pipe could fill and block it)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--port", str(port),
-         *args],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+        [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -351,3 +356,133 @@ def test_extras_tokenize_and_detokenize(tiny_model_path: Path) -> None:
         assert post(port, "/extras/tokenize/count", {"input": ""}) == {"count": n_bos}
     finally:
         stop(proc)
+
+
+def test_settings_classes_are_the_command_lines_settings() -> None:
+    """llama_cpp.server.settings' pydantic classes: the command line's names, in its order,
+    with its defaults; llama-cpp-python's bounds, its -1 threads, the environment."""
+    from llama_cpp.server.serve_args import CPUS, MODEL_SETTINGS, SERVER_SETTINGS
+    from llama_cpp.server.settings import (
+        ConfigFileSettings,
+        ModelSettings,
+        ServerSettings,
+        Settings,
+    )
+    from pydantic import ValidationError
+
+    for cls, table in ((ModelSettings, MODEL_SETTINGS), (ServerSettings, SERVER_SETTINGS)):
+        assert list(cls.model_fields) == list(table)
+        for name, (_, default, _) in table.items():
+            if name != "model":  # required, as there
+                assert cls.model_fields[name].default == default, name
+    assert set(Settings.model_fields) == set(MODEL_SETTINGS) | set(SERVER_SETTINGS)
+    assert "models" in ConfigFileSettings.model_fields
+    s = Settings(model="m.gguf", n_threads=-1, n_threads_batch=-1)
+    assert (s.n_threads, s.n_threads_batch) == (CPUS, CPUS)
+    for bad in ({"n_gpu_layers": -2}, {"n_batch": 0}, {"cache_type": "tape"}, {"n_threads": 0}):
+        with pytest.raises(ValidationError):
+            Settings(model="m.gguf", **bad)
+    with pytest.raises(ValidationError):
+        Settings()  # type: ignore[call-arg]  # no model, and none in the environment
+    os.environ.update(MODEL="env.gguf", N_CTX="123")
+    try:
+        from_env = Settings()  # type: ignore[call-arg]
+        assert (from_env.model, from_env.n_ctx) == ("env.gguf", 123)
+    finally:
+        del os.environ["MODEL"], os.environ["N_CTX"]
+
+
+def test_load_mode_and_numa_settings(tiny_model_path: Path) -> None:
+    """use_mmap/use_mlock become llama-server's --load-mode (llama-server b11434 has no
+    --mlock or --no-mmap), mlock on by default as there; numa takes True or a
+    ggml_numa_strategy number, as llama_cpp.Llama."""
+    model = str(tiny_model_path)
+
+    def flag(name: str, **settings: Any) -> str:
+        argv = serve_argv({}, {"model": model, **settings})
+        return argv[argv.index(name) + 1]
+
+    assert flag("-lm") == "mmap+mlock"
+    assert flag("-lm", use_mlock=False) == "mmap"
+    assert flag("-lm", use_mmap=False) == "mlock"
+    assert flag("-lm", use_mmap=False, use_mlock=False) == "none"
+    assert flag("--numa", numa=True) == "distribute"
+    assert flag("--numa", numa=2) == "isolate"
+    assert "--numa" not in serve_argv({}, {"model": model})
+    with pytest.raises(ValueError, match="numa"):
+        serve_argv({}, {"model": model, "numa": 9})
+    # what each mode gives is llama-cy serve's (-lm): the flags parse there
+    for argv in (serve_argv({}, {"model": model, "use_mmap": False}),
+                 serve_argv({}, {"model": model, "numa": 3})):  # fmt: skip
+        args = cli.parser().parse_args(["serve", *argv])
+        check_flags(args, argv)
+
+
+def test_create_app_serves_in_process(tiny_model_path: Path) -> None:
+    """llama_cpp.server.app.create_app: llama-cy's server over the settings' model, in
+    this process; the first request starts the engine where no lifespan ran (Starlette's
+    TestClient outside ``with``), as llama-cpp-python's app needs none."""
+    code = """
+        import sys
+        from starlette.testclient import TestClient
+        from llama_cpp.server.app import create_app
+        from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+
+        settings = Settings(model=sys.argv[1], model_alias="tiny", n_ctx=256, verbose=False)
+        app = create_app(settings)
+        client = TestClient(app)  # no lifespan
+        out = client.post("/v1/completions", json={"prompt": "Hi", "max_tokens": 4})
+        assert out.status_code == 200, out.text
+        assert out.json()["usage"]["completion_tokens"] == 4
+        assert [m["id"] for m in client.get("/v1/models").json()["data"]] == ["tiny"]
+        with TestClient(app) as c:  # the lifespan too
+            chat = c.post("/v1/chat/completions",
+                          json={"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+            assert chat.json()["usage"]["completion_tokens"] == 2
+        # the key as there: server_settings and model_settings
+        keyed = create_app(server_settings=ServerSettings(api_key="k"),
+                           model_settings=[ModelSettings(model=sys.argv[1], n_ctx=128)])
+        with TestClient(keyed) as c:
+            assert c.post("/v1/completions", json={"prompt": "Hi"}).status_code == 401
+            ok = c.post("/v1/completions", json={"prompt": "Hi", "max_tokens": 1},
+                        headers={"Authorization": "Bearer k"})
+            assert ok.status_code == 200
+        for bad in ({"server_settings": ServerSettings()},
+                    {"server_settings": ServerSettings(), "model_settings": []}):
+            try:
+                create_app(**bad)
+            except ValueError as e:
+                print("refused:", e)
+        print("ok")
+    """
+    out = run_python(code, str(tiny_model_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "provided together" in out.stdout
+    assert "lists no models" in out.stdout
+    assert out.stdout.rstrip().endswith("ok")
+
+
+def test_create_app_under_uvicorn_factory(tiny_model_path: Path, tmp_path: Path) -> None:
+    """The documented way: ``uvicorn --factory llama_cpp.server.app:create_app`` with the
+    settings in the environment, and a config file (``CONFIG_FILE``) of two models, which
+    swap as ``python -m llama_cpp.server`` swaps them."""
+    config = tmp_path / "two.yaml"
+    config.write_text(
+        "models:\n"
+        f"  - {{model: {json.dumps(str(tiny_model_path))}, model_alias: a, n_ctx: 128}}\n"
+        f"  - {{model: {json.dumps(str(tiny_model_path))}, model_alias: b, n_ctx: 64}}\n"
+    )
+    for env in ({"MODEL": str(tiny_model_path), "N_CTX": "128", "MODEL_ALIAS": "tiny"},
+                {"CONFIG_FILE": str(config)}):  # fmt: skip
+        # uvicorn puts its folder first on sys.path: not the source tree's
+        proc, port = start(
+            "--factory", "llama_cpp.server.app:create_app", env=env, module="uvicorn", cwd=tmp_path
+        )
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
+                ids = [m["id"] for m in json.loads(r.read())["data"]]
+            assert ids == (["tiny"] if "MODEL" in env else ["a", "b"])
+            body = {"model": ids[-1], "prompt": "Hi", "max_tokens": 3}
+            assert post(port, "/v1/completions", body)["usage"]["completion_tokens"] == 3
+        finally:
+            stop(proc)

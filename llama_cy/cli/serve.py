@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
 from llama_cy.cli.log_format import CommonLogFormatter, JsonlFormatter, colors_wanted
@@ -18,7 +19,10 @@ from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 from llama_cy.server.child import ChildLink
 from llama_cy.server.presets import Preset
 
-__all__ = ["check_flags", "main"]
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["asgi_app", "check_flags", "main"]
 
 
 def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
@@ -125,6 +129,9 @@ def _list_devices() -> int:
     return 0
 
 
+_LOG_HANDLER = "llama-cy serve"
+
+
 def _server_log(args: argparse.Namespace) -> None:
     """llama-server's log flags: -v (everything, llama.cpp's log too), -lv N (1 errors,
     2 warnings, 3 info, 4+ debug), --log-disable, --log-file, and the lines' format
@@ -140,6 +147,7 @@ def _server_log(args: argparse.Namespace) -> None:
     handler: logging.Handler = (  # the file starts empty, as common_log_set_file's
         logging.FileHandler(args.log_file, mode="w") if args.log_file else logging.StreamHandler()
     )
+    handler.set_name(_LOG_HANDLER)
     handler.setFormatter(
         CommonLogFormatter(
             prefix=bool(args.log_prefix),
@@ -151,12 +159,50 @@ def _server_log(args: argparse.Namespace) -> None:
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(JsonlFormatter())
     root = logging.getLogger("llama_cy")
+    for old in [h for h in root.handlers if h.get_name() == _LOG_HANDLER]:
+        root.removeHandler(old)  # a second app in one process: one handler, the newest
+        old.close()
     root.addHandler(handler)
     root.setLevel(level)
     if args.verbose:
         from llama_cy._chat import common_log_verbosity
 
         common_log_verbosity(4)  # the chat engine's log too
+
+
+def asgi_app(argv: Sequence[str]) -> Starlette:
+    """The ASGI app that ``llama-cy serve ARGV`` serves, for an ASGI server of one's own:
+    the model is loaded now, the engine runs while the app's lifespan does. ``--host``,
+    ``--port`` and the TLS flags belong to that server and are not read here. One model
+    (``-m`` or ``-hf``): the router mode, and the flags that print and exit, need
+    ``llama-cy serve``."""
+    from llama_cy.cli import parser
+    from llama_cy.cli.serve_settings import settings_from_args
+    from llama_cy.flags.presets import expand_presets
+    from llama_cy.server.app import create_app
+    from llama_cy.server.settings import fit, load_model
+
+    given = expand_presets(llama_server_argv(list(argv)))
+    args = parser().parse_args(["serve", *given])
+    args.argv = given
+    check_flags(args, given)
+    for flag in ("version", "list_devices", "completion_bash", "cache_list"):
+        if getattr(args, flag):
+            raise ValueError(f"--{flag.replace('_', '-')} prints and exits: llama-cy serve")
+    _server_log(args)
+    if args.numa:
+        from llama_cy._backend import numa_init
+
+        numa_init(args.numa)
+    if fetch_models(args, "serve") is not None or args.model is None:
+        raise ValueError("no model (-m): the router mode needs llama-cy serve")
+    settings = fit(settings_from_args(args, model_path(args.model)))
+    model = load_model(settings, None)
+    try:
+        return create_app(model, settings, static_path=args.path, owns_model=True)
+    except BaseException:
+        model.close()
+        raise
 
 
 def main(args: argparse.Namespace) -> int:

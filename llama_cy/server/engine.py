@@ -210,7 +210,9 @@ class Engine:
     # ---- lifetime --------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread.start()
+        """Start the scheduler; a second call does nothing."""
+        if self._thread.ident is None:
+            self._thread.start()
 
     def stop(self) -> None:
         """Stop the scheduler (waiting and running requests end with an error) and free

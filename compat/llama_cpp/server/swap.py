@@ -10,6 +10,7 @@ to the running child, one request at a time, as llama-cpp-python's server runs t
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import http.client
 import json
@@ -26,6 +27,8 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from .serve_args import serve_argv, without_address
 
 __all__ = ["Swapper", "create_app"]
 
@@ -53,6 +56,22 @@ class Swapper:
         self.alias: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+
+    @classmethod
+    def from_settings(cls, server: dict[str, Any], models: list[dict[str, Any]]) -> Swapper:
+        """Models by llama-cpp-python's settings (each alias its ``model_alias``, else its
+        path), the first one running, as that server loads it at start."""
+        by_alias: dict[str, list[str]] = {}
+        for model in models:
+            alias = model.get("model_alias") or model.get("model")
+            if not alias:
+                raise ValueError("each model of a config file needs a model path")
+            argv = serve_argv(server, {**model, "model_alias": alias})
+            by_alias[alias] = without_address(argv)
+        swapper = cls(by_alias, server.get("api_key"))
+        atexit.register(swapper.stop)  # an app whose lifespan never ends leaves no child
+        swapper.ensure(None)
+        return swapper
 
     def ensure(self, alias: str | None) -> None:
         """Run the child for ``alias`` (the first model's for an unknown one)."""
