@@ -45,10 +45,38 @@ def test_the_names_programs_import_exist() -> None:
         assert hasattr(llama_cpp, name), name
     assert llama_types.ChatCompletionRequestUserMessage(role="user", content="x")["role"] == "user"
     assert callable(llama_chat_format.format_mistral_instruct)
-    assert llama_chat_format.MTMDChatHandler is llama_cy.MtmdChatHandler
+    # llama-cpp-python's handler classes in its tree, each llama_cy's handler of that format
+    f = llama_chat_format
+    assert issubclass(f.MTMDChatHandler, llama_cy.MtmdChatHandler)
+    assert issubclass(f.Gemma4ChatHandler, f.MTMDChatHandler)
+    assert issubclass(f.Gemma4ChatHandler, llama_cy.chat_handlers.Gemma4ChatHandler)
+    for name in ("Obsidian", "Llava16", "Moondream", "NanoLlava", "Llama3VisionAlpha",
+                 "MiniCPMv26", "Qwen25VL"):  # fmt: skip
+        cls = getattr(f, f"{name}ChatHandler")
+        assert issubclass(cls, f.Llava15ChatHandler), name
+        assert issubclass(cls, getattr(llama_cy.chat_handlers, f"{name}ChatHandler")), name
+    assert f.Llama3VisionAlpha is f.Llama3VisionAlphaChatHandler
     assert issubclass(LlamaHFTokenizer, llama_cpp.llama_tokenizer.BaseLlamaTokenizer)
     assert issubclass(LlamaTokenizer, llama_cpp.llama_tokenizer.BaseLlamaTokenizer)
     assert llama_cpp.__version__.startswith("0.3.")
+
+
+def test_llama_cpp_pythons_attributes(tiny_model_path: Path) -> None:
+    """The attributes programs read from llama-cpp-python's Llama: the GGUF metadata (a
+    chat template is read from it), the threads in use, and what was asked for."""
+    from llama_cy import LlamaModel
+
+    overrides: dict[str, bool | int | float | str] = {"general.name": "renamed"}
+    llm = llama_cpp.Llama(str(tiny_model_path), n_ctx=128, n_threads=1, n_threads_batch=2,
+                          kv_overrides=overrides, verbose=False)  # fmt: skip
+    with LlamaModel.load(tiny_model_path, vocab_only=True) as model:
+        want = model.metadata
+    assert llm.metadata == {**want, "general.name": "renamed"}
+    assert all(isinstance(v, str) for v in llm.metadata.values())
+    assert (llm.n_threads, llm.n_threads_batch) == (1, 2)
+    assert llm.kv_overrides == overrides
+    assert (llm.numa, llm.tensor_split, llm.lora_base, llm.draft_model) == (False, None, None, None)
+    llm.close()
 
 
 def test_the_package_does_not_shadow_llama_cpp_python(tmp_path: Path) -> None:
@@ -269,6 +297,30 @@ except ValueError as e:
     assert "TEXT True" in result.stdout
     assert "'someone/tiny-GGUF'" in result.stdout
     assert "'*q4_k.gguf'" in result.stdout
+
+
+def test_chat_handler_from_pretrained(vision_path: Path, tmp_path: Path) -> None:
+    """The vision handlers' from_pretrained (llama-cpp-python's README: the projector by
+    repository and glob), from huggingface_hub's cache when offline."""
+    cache = _hub_cache(tmp_path / "hub", "someone/llava-GGUF", "mmproj-f16.gguf", vision_path)
+    code = """
+import sys
+from llama_cpp.llama_chat_format import Llava15ChatHandler, MoondreamChatHandler
+h = MoondreamChatHandler.from_pretrained(
+    repo_id="someone/llava-GGUF", filename="*mmproj*", cache_dir=sys.argv[1], verbose=False)
+print(type(h).__name__, h.verbose, h.clip_model_path)
+try:
+    Llava15ChatHandler.from_pretrained("someone/llava-GGUF", "*clip*", cache_dir=sys.argv[1])
+except ValueError as e:
+    print("ERROR", e)
+"""
+    result = run_python(code, str(cache), env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    name, verbose, path = lines[0].split()
+    assert (name, verbose) == ("MoondreamChatHandler", "False")
+    assert Path(path).read_bytes() == vision_path.read_bytes()
+    assert "'*clip*'" in lines[1]
 
 
 def test_legacy_function_results_and_logprobs_in_chat(gemma_chat_path: Path) -> None:

@@ -486,3 +486,54 @@ def test_create_app_under_uvicorn_factory(tiny_model_path: Path, tmp_path: Path)
             assert post(port, "/v1/completions", body)["usage"]["completion_tokens"] == 3
         finally:
             stop(proc)
+
+
+def test_llama_proxy_builds_models_as_the_server_does(tiny_model_path: Path) -> None:
+    """llama_cpp.server.model.LlamaProxy: models by alias, one loaded at a time; each
+    Llama built from its ModelSettings (KV overrides, cache, draft model, and
+    chat_template_kwargs reaching a Python chat format's formatter)."""
+    code = """
+        import sys
+        from llama_cpp import LlamaRAMCache
+        from llama_cpp.llama_chat_format import ChatFormatterResponse, register_chat_format
+        from llama_cpp.server.model import LlamaProxy
+        from llama_cpp.server.settings import ModelSettings
+
+        seen = []
+
+        @register_chat_format("probe")
+        def probe(messages, **kwargs):
+            seen.append(kwargs.get("enable_thinking"))
+            return ChatFormatterResponse(prompt="Hi")
+
+        path = sys.argv[1]
+        proxy = LlamaProxy([
+            ModelSettings(model=path, model_alias="a", n_ctx=256, verbose=False),
+            ModelSettings(model=path, n_ctx=512, verbose=False, cache=True, cache_size=1 << 20,
+                          kv_overrides=["general.name=str:renamed", "skipped"],
+                          draft_model="prompt-lookup-decoding", chat_format="probe",
+                          chat_template_kwargs={"enable_thinking": False}),
+        ])
+        assert list(proxy) == ["a", path]
+        first = proxy()
+        assert proxy("unknown") is first and first.n_ctx() == 256
+        second = proxy(path)
+        assert second is not first and second.n_ctx() == 512
+        assert isinstance(second.cache, LlamaRAMCache)
+        assert second.metadata["general.name"] == "renamed"
+        out = second.create_chat_completion([{"role": "user", "content": "x"}], max_tokens=2)
+        assert out["usage"]["completion_tokens"] <= 2
+        assert seen == [False]
+        assert proxy[path]["chat_format"] == "probe"
+        try:
+            LlamaProxy.load_llama_from_model_settings(
+                ModelSettings(model=path, chat_format="llava-1-5"))
+        except ValueError as e:
+            print("refused:", e)
+        proxy.free()
+        print("ok")
+    """
+    out = run_python(code, str(tiny_model_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "needs clip_model_path" in out.stdout
+    assert out.stdout.rstrip().endswith("ok")

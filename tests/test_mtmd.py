@@ -499,19 +499,20 @@ def test_vision_handlers_render_llama_cpp_pythons_prompts(
     quirks included (LLaVA-1.5's second ``USER: ``, Qwen2.5-VL's final line)."""
     from llama_cpp import llama_chat_format
 
-    cls = getattr(lc, name)
-    assert getattr(llama_chat_format, name) is cls
-    handler = cls(clip_model_path=str(vision_path))
-    with lc.Llama(str(tiny_model_path), chat_handler=handler, n_ctx=512, n_threads=2) as llm:
-        for messages, want in zip(
-            LCP_FIXTURES["handler_conversations"], LCP_FIXTURES["handlers"][name], strict=True
-        ):
-            messages = with_image(
-                messages, LCP_FIXTURES["handler_image"], data_uri(IMAGE, "image/jpeg")
-            )
-            marked, bitmaps = llm.preparer.split_media(handler.prepare(messages))
-            assert llm.apply_chat_template(marked) == want
-            assert len(bitmaps) == want.count(lc._mtmd.default_marker())
+    # llama_cpp's class is llama_cy's in llama-cpp-python's class tree (with from_pretrained)
+    assert issubclass(getattr(llama_chat_format, name), getattr(lc, name))
+    for cls in (getattr(lc, name), getattr(llama_chat_format, name)):
+        handler = cls(clip_model_path=str(vision_path))
+        with lc.Llama(str(tiny_model_path), chat_handler=handler, n_ctx=512, n_threads=2) as llm:
+            for messages, want in zip(
+                LCP_FIXTURES["handler_conversations"], LCP_FIXTURES["handlers"][name], strict=True
+            ):
+                messages = with_image(
+                    messages, LCP_FIXTURES["handler_image"], data_uri(IMAGE, "image/jpeg")
+                )
+                marked, bitmaps = llm.preparer.split_media(handler.prepare(messages))
+                assert llm.apply_chat_template(marked) == want, cls
+                assert len(bitmaps) == want.count(lc._mtmd.default_marker())
 
 
 def test_llama_mmproj_argument_checks(tiny_model_path: Path, vision_path: Path) -> None:

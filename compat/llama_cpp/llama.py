@@ -313,6 +313,13 @@ class Llama(llama_cy.Llama):
         # llama-cpp-python's tokenizer=: a Python tokenizer (LlamaHFTokenizer) that
         # tokenize(), detokenize() and text prompts go through.
         self.tokenizer_: BaseLlamaTokenizer = tokenizer or LlamaTokenizer(self)
+        # llama-cpp-python's attributes: what was asked for, the GGUF metadata (strings,
+        # as llama_model_meta_val_str gives them), the threads the context runs
+        self.metadata: dict[str, str] = dict(self._model.metadata)
+        self.numa, self.tensor_split, self.kv_overrides = numa, tensor_split, kv_overrides
+        self.lora_base, self.spm_infill, self.draft_model = lora_base, spm_infill, draft_model
+        self.n_threads: int = self._ctx.n_threads
+        self.n_threads_batch: int = self._ctx.n_threads_batch
         self._is_recurrent = self._model.is_recurrent
         self._is_hybrid = self._model.is_hybrid
         # The output row of the logits the next sample() reads: the last eval's last

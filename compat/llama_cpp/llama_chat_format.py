@@ -11,6 +11,7 @@ compare each with prompts rendered by llama-cpp-python itself). ``Llama`` uses o
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -692,18 +693,73 @@ def format_saiga(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
 
 # ---- vision handlers under llama-cpp-python's names ----------------------------------------
 
-# llama-cpp-python's vision handlers, each rendering its format (llama_cy.chat_handlers).
-MTMDChatHandler = _handlers.MtmdChatHandler
-Llava15ChatHandler = _handlers.Llava15ChatHandler
-Llava16ChatHandler = _handlers.Llava16ChatHandler
-ObsidianChatHandler = _handlers.ObsidianChatHandler
-MoondreamChatHandler = _handlers.MoondreamChatHandler
-NanoLlavaChatHandler = _handlers.NanoLlavaChatHandler
-Llama3VisionAlphaChatHandler = _handlers.Llama3VisionAlphaChatHandler
+# llama-cpp-python's vision handlers, each rendering its format (llama_cy.chat_handlers),
+# in its class tree (the Llava family under Llava15ChatHandler, Gemma4 under MTMD), with
+# its from_pretrained: the projector from the Hugging Face Hub, as Llama.from_pretrained.
+
+
+class _FromPretrained:
+    @classmethod
+    def from_pretrained(
+        cls,
+        repo_id: str,
+        filename: str | None,
+        local_dir: str | os.PathLike[str] | None = None,
+        local_dir_use_symlinks: bool | str = "auto",
+        cache_dir: str | os.PathLike[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """The handler over ``filename`` (a glob) of the Hugging Face repository
+        ``repo_id``: the projector, downloaded with ``huggingface_hub`` or found in its
+        cache when offline; ``kwargs`` go to the constructor."""
+        from .llama_hub import download
+
+        path = download(repo_id, filename, None, local_dir, cache_dir)
+        handler: Any = cls  # a handler class: this mixin comes first in its bases
+        return handler(clip_model_path=str(path), **kwargs)
+
+
+class MTMDChatHandler(_FromPretrained, _handlers.MtmdChatHandler):
+    """The model's own chat template with its projector (llama_cy.MtmdChatHandler)."""
+
+
+class Gemma4ChatHandler(MTMDChatHandler, _handlers.Gemma4ChatHandler):
+    """Gemma 4's (llama_cy.Gemma4ChatHandler)."""
+
+
+class Llava15ChatHandler(_FromPretrained, _handlers.Llava15ChatHandler):
+    """LLaVA 1.5's prompt (llama_cy.Llava15ChatHandler); the base of the Llava family."""
+
+
+class ObsidianChatHandler(Llava15ChatHandler, _handlers.ObsidianChatHandler):
+    """Obsidian's prompt (llama_cy.ObsidianChatHandler)."""
+
+
+class Llava16ChatHandler(Llava15ChatHandler, _handlers.Llava16ChatHandler):
+    """LLaVA 1.6's prompt (llama_cy.Llava16ChatHandler)."""
+
+
+class MoondreamChatHandler(Llava15ChatHandler, _handlers.MoondreamChatHandler):
+    """Moondream's prompt (llama_cy.MoondreamChatHandler)."""
+
+
+class NanoLlavaChatHandler(Llava15ChatHandler, _handlers.NanoLlavaChatHandler):
+    """nanoLLaVA's prompt (llama_cy.NanoLlavaChatHandler)."""
+
+
+class Llama3VisionAlphaChatHandler(Llava15ChatHandler, _handlers.Llama3VisionAlphaChatHandler):
+    """llama-3-vision-alpha's prompt (llama_cy.Llama3VisionAlphaChatHandler)."""
+
+
 Llama3VisionAlpha = Llama3VisionAlphaChatHandler  # its alias there
-MiniCPMv26ChatHandler = _handlers.MiniCPMv26ChatHandler
-Qwen25VLChatHandler = _handlers.Qwen25VLChatHandler
-Gemma4ChatHandler = _handlers.Gemma4ChatHandler
+
+
+class MiniCPMv26ChatHandler(Llava15ChatHandler, _handlers.MiniCPMv26ChatHandler):
+    """MiniCPM-V 2.6's prompt (llama_cy.MiniCPMv26ChatHandler)."""
+
+
+class Qwen25VLChatHandler(Llava15ChatHandler, _handlers.Qwen25VLChatHandler):
+    """Qwen2.5-VL's prompt (llama_cy.Qwen25VLChatHandler)."""
 
 
 # ---- function calling ------------------------------------------------------------------------
