@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -230,10 +231,12 @@ def test_chat_format_flags(tiny_model_path: Path) -> None:
     assert chatml[chatml.index("--chat-template") + 1] == TEMPLATES["chatml"]
     phi3 = argv("phi3")  # not one of llama-cpp-python's: llama.cpp's template of that name
     assert phi3[phi3.index("--chat-template") + 1] == "phi3"
-    assert "--mmproj" in argv("mtmd", clip_model_path="p.gguf")
+    # a vision format's handler brings its projector and template (test_vision_chat_formats)
+    assert "--mmproj" not in argv("mtmd", clip_model_path="p.gguf")
+    assert "--chat-template" not in argv("llava-1-5", clip_model_path="p.gguf")
     for name, message in (
         ("nope", "Invalid chat handler"),
-        ("llava-1-5", "lays images out in Python"),
+        ("llava-1-5", "needs --clip_model_path"),
         ("functionary", "in Python"),
         ("functionary-v2", "in Python"),
         ("mtmd", "needs --clip_model_path"),
@@ -537,3 +540,60 @@ def test_llama_proxy_builds_models_as_the_server_does(tiny_model_path: Path) -> 
     assert out.returncode == 0, out.stderr[-3000:]
     assert "needs clip_model_path" in out.stdout
     assert out.stdout.rstrip().endswith("ok")
+
+
+def test_vision_chat_formats_serve_llama_cpp_pythons_prompts(
+    tiny_model_path: Path, vision_path: Path, tmp_path: Path
+) -> None:
+    """``--chat_format llava-1-5 --clip_model_path P`` (llama-cpp-python's server docs'
+    multimodal example) and the other vision formats: the server renders the prompt that
+    format's handler renders in llama-cpp-python (tests/data/lcp_chat_formats.json), images
+    included; from the command line, from create_app, and in a config file of several
+    models."""
+    from llama_cpp.server.app import create_app
+    from starlette.testclient import TestClient
+    from test_mtmd import IMAGE, LCP_FIXTURES, data_uri, with_image
+
+    image = data_uri(IMAGE, "image/jpeg")
+    conversations = [
+        with_image(m, LCP_FIXTURES["handler_image"], image)
+        for m in LCP_FIXTURES["handler_conversations"]
+    ]
+
+    def check(fetch: Any, handler: str) -> None:
+        for messages, want in zip(conversations, LCP_FIXTURES["handlers"][handler], strict=True):
+            prompt = fetch("/apply-template", {"messages": messages})["prompt"]
+            # the server's marker is random per process, as llama-server's get_media_marker
+            assert re.sub(r"<__media_\w+__>", "<__media__>", prompt) == want
+        body = {"messages": conversations[0], "max_tokens": 2}
+        assert fetch("/v1/chat/completions", body)["usage"]["completion_tokens"] <= 2
+
+    proc, port = start(
+        "--model", str(tiny_model_path), "--n_ctx", "512", "--chat_format", "llava-1-5",
+        "--clip_model_path", str(vision_path), "--verbose", "False",
+    )  # fmt: skip
+    try:
+        check(lambda path, body: post(port, path, body), "Llava15ChatHandler")
+    finally:
+        stop(proc)
+    settings: dict[str, Any] = {"model": str(tiny_model_path), "n_ctx": 512, "verbose": False}
+    from llama_cpp.server.settings import Settings
+
+    app = create_app(
+        Settings(**settings, chat_format="moondream", clip_model_path=str(vision_path))
+    )
+    with TestClient(app) as client:
+        check(lambda path, body: client.post(path, json=body).json(), "MoondreamChatHandler")
+    config = tmp_path / "two.json"
+    models = [
+        {**settings, "model_alias": "text"},
+        {**settings, "model_alias": "qwen", "chat_format": "qwen2.5-vl",
+         "clip_model_path": str(vision_path)},
+    ]  # fmt: skip
+    port = free_port()  # a config file holds the server settings: the flags' are not read
+    config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}))
+    proc, port = start("--config_file", str(config), port=port)
+    try:
+        check(lambda path, body: post(port, path, {**body, "model": "qwen"}), "Qwen25VLChatHandler")
+    finally:
+        stop(proc)

@@ -391,3 +391,30 @@ def test_mmproj_device_places_the_projector(tiny_model_path: Path, vision_path: 
     finally:
         rpc.terminate()
         rpc.wait(timeout=30)
+
+
+def test_server_settings_with_a_chat_handler(vision_path: Path, audio_path: Path) -> None:
+    """ServerSettings.with_chat_handler (llama-cpp-python's vision formats, for
+    ``python -m llama_cpp.server``): the handler's projector, template and image token
+    bounds become the server's; a second projector or template, or no handler, is refused."""
+    from llama_cy.server.settings import ServerSettings
+
+    handler = lc.Llava15ChatHandler(str(vision_path), image_max_tokens=64)
+    s = ServerSettings(model="m.gguf").with_chat_handler(handler)
+    assert (s.chat_handler, s.mmproj, s.chat_template) == (
+        handler,
+        str(vision_path),
+        handler.chat_template,
+    )
+    assert s.use_jinja
+    assert s.image_max_tokens == 64
+    mtmd = ServerSettings(model="m.gguf", chat_template="chatml").with_chat_handler(
+        lc.MtmdChatHandler(str(vision_path))
+    )
+    assert mtmd.chat_template == "chatml"  # a handler without a format keeps the server's
+    with pytest.raises(ValueError, match="not both"):
+        ServerSettings(model="m.gguf", mmproj=str(audio_path)).with_chat_handler(handler)
+    with pytest.raises(ValueError, match="brings its chat format"):
+        ServerSettings(model="m.gguf", chat_template="chatml").with_chat_handler(handler)
+    with pytest.raises(TypeError, match="llama_cy chat handler"):
+        ServerSettings(model="m.gguf").with_chat_handler(print)  # type: ignore[arg-type]

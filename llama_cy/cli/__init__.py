@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from llama_cy.flags import add_flags, llama_server_argv
 from llama_cy.flags.presets import expand_presets
@@ -105,8 +106,9 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``llama-cy`` command."""
+def main(argv: Sequence[str] | None = None, *, chat_handler: Any = None) -> int:
+    """The ``llama-cy`` command. ``chat_handler`` is ``serve``'s, from Python only (a
+    llama_cy chat handler: ``python -m llama_cpp.server``'s vision formats)."""
     from llama_cy.errors import LlamaError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -116,7 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv[1:]  # what was given, for the flags refused when given
     command = importlib.import_module(f"llama_cy.cli.{args.module}")
     try:
-        code: int = command.main(args)
+        if chat_handler is not None:
+            if args.command != "serve":
+                raise ValueError("chat_handler is for serve")
+            code: int = command.main(args, chat_handler)
+        else:
+            code = command.main(args)
     except KeyboardInterrupt:
         return 130
     except (LlamaError, OSError, ValueError) as exc:

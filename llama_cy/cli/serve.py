@@ -22,6 +22,9 @@ from llama_cy.server.presets import Preset
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from llama_cy.chat_handlers import MtmdChatHandler
+    from llama_cy.server.settings import ServerSettings
+
 __all__ = ["asgi_app", "check_flags", "main"]
 
 
@@ -170,12 +173,12 @@ def _server_log(args: argparse.Namespace) -> None:
         common_log_verbosity(4)  # the chat engine's log too
 
 
-def asgi_app(argv: Sequence[str]) -> Starlette:
+def asgi_app(argv: Sequence[str], chat_handler: MtmdChatHandler | None = None) -> Starlette:
     """The ASGI app that ``llama-cy serve ARGV`` serves, for an ASGI server of one's own:
     the model is loaded now, the engine runs while the app's lifespan does. ``--host``,
     ``--port`` and the TLS flags belong to that server and are not read here. One model
     (``-m`` or ``-hf``): the router mode, and the flags that print and exit, need
-    ``llama-cy serve``."""
+    ``llama-cy serve``. ``chat_handler``: see :meth:`ServerSettings.with_chat_handler`."""
     from llama_cy.cli import parser
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.flags.presets import expand_presets
@@ -196,7 +199,7 @@ def asgi_app(argv: Sequence[str]) -> Starlette:
         numa_init(args.numa)
     if fetch_models(args, "serve") is not None or args.model is None:
         raise ValueError("no model (-m): the router mode needs llama-cy serve")
-    settings = fit(settings_from_args(args, model_path(args.model)))
+    settings = fit(_with_handler(settings_from_args(args, model_path(args.model)), chat_handler))
     model = load_model(settings, None)
     try:
         return create_app(model, settings, static_path=args.path, owns_model=True)
@@ -205,7 +208,13 @@ def asgi_app(argv: Sequence[str]) -> Starlette:
         raise
 
 
-def main(args: argparse.Namespace) -> int:
+def _with_handler(settings: ServerSettings, handler: MtmdChatHandler | None) -> ServerSettings:
+    return settings if handler is None else settings.with_chat_handler(handler)
+
+
+def main(args: argparse.Namespace, chat_handler: MtmdChatHandler | None = None) -> int:
+    """``llama-cy serve``; ``chat_handler`` (Python only, for ``python -m
+    llama_cpp.server``'s vision formats): see :meth:`ServerSettings.with_chat_handler`."""
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve
     from llama_cy.server.settings import fit
@@ -249,9 +258,11 @@ def main(args: argparse.Namespace) -> int:
     if preset is not None:  # a preset repository: router mode over its models
         args.models_preset = preset
     if args.model is None:  # no model: llama-server's router mode
+        if chat_handler is not None:
+            raise ValueError("a chat handler serves one model (-m), not the router mode")
         return _router(args)
     path = model_path(args.model)
-    settings = fit(settings_from_args(args, path))
+    settings = fit(_with_handler(settings_from_args(args, path), chat_handler))
     set_priority(args)
     serve(
         settings,

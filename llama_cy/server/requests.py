@@ -152,10 +152,18 @@ async def read_converted_chat(
     return schema.check(chat, schema.CHAT, ("messages",))
 
 
+def chat_messages(server: Server, value: list[Any], *, allow_empty: bool = False) -> list[Any]:
+    """A chat body's messages, checked, as the server's chat handler lays them out (if
+    it has one: llama-cpp-python's vision formats)."""
+    msgs = messages(value, allow_empty=allow_empty, media=server.mtmd is not None)
+    handler = server.settings.chat_handler
+    return msgs if handler is None else handler.prepare(msgs)
+
+
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
     """A checked chat body's job (``Preparer.chat`` in a worker thread: rendering,
     tokenizing and compiling a grammar never block the event loop)."""
-    msgs = messages(body["messages"], allow_empty=allow_empty, media=server.mtmd is not None)
+    msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
     return await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
 
 

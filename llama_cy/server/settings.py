@@ -7,7 +7,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_cy._backend import Device, devices
 from llama_cy._model import LlamaModel
@@ -15,6 +15,9 @@ from llama_cy.flags import default as _flag
 from llama_cy.prepare import Preparer
 from llama_cy.sampling import eog_bias
 from llama_cy.speculative import uses_mtp
+
+if TYPE_CHECKING:
+    from llama_cy.chat_handlers import MtmdChatHandler
 
 _log = logging.getLogger("llama_cy.server")
 
@@ -149,6 +152,35 @@ class ServerSettings:
     media_path: str | None = _flag(
         "media_path"
     )  #: --media-path: the folder file:// URLs are read under
+    #: a chat handler of llama-cpp-python's vision formats (no flag: :meth:`with_chat_handler`)
+    chat_handler: MtmdChatHandler | None = None
+
+    def with_chat_handler(self, handler: MtmdChatHandler) -> ServerSettings:
+        """These settings serving chats as ``handler`` renders them (llama_cy.Llama's
+        ``chat_handler``, for llama-cpp-python's vision formats): its projector is the
+        server's, its template the chat template, and every chat's messages go through its
+        ``prepare``. A projector or a chat template given as well is refused."""
+        from llama_cy.chat_handlers import MtmdChatHandler
+
+        if not isinstance(handler, MtmdChatHandler):
+            raise TypeError(
+                f"chat_handler must be a llama_cy chat handler, not {type(handler).__name__}"
+            )
+        if self.mmproj is not None and self.mmproj != handler.clip_model_path:
+            raise ValueError("give --mmproj or a chat handler (its clip_model_path), not both")
+        template = handler.chat_template
+        if template is not None and self.chat_template is not None:
+            raise ValueError(f"{type(handler).__name__} brings its chat format: no --chat-template")
+        return replace(
+            self,
+            chat_handler=handler,
+            mmproj=handler.clip_model_path,
+            mmproj_offload=handler.use_gpu,
+            image_min_tokens=handler.image_min_tokens,
+            image_max_tokens=handler.image_max_tokens,
+            chat_template=self.chat_template if template is None else template,
+            use_jinja=self.use_jinja or template is not None,
+        )
 
     @property
     def model_id(self) -> str:

@@ -18,23 +18,10 @@ from ..llama import Llama
 from ..llama_cache import LlamaDiskCache, LlamaRAMCache
 from ..llama_speculative import LlamaPromptLookupDecoding
 from ..llama_tokenizer import LlamaHFTokenizer
+from .serve_args import VISION_FORMATS
 from .settings import ModelSettings
 
 __all__ = ["LlamaProxy"]
-
-#: chat_format -> the vision handler it builds over clip_model_path
-_VISION = {
-    "llava-1-5": formats.Llava15ChatHandler,
-    "obsidian": formats.ObsidianChatHandler,
-    "llava-1-6": formats.Llava16ChatHandler,
-    "mtmd": formats.MTMDChatHandler,
-    "gemma4": formats.Gemma4ChatHandler,
-    "moondream": formats.MoondreamChatHandler,
-    "nanollava": formats.NanoLlavaChatHandler,
-    "llama-3-vision-alpha": formats.Llama3VisionAlpha,
-    "minicpm-v-2.6": formats.MiniCPMv26ChatHandler,
-    "qwen2.5-vl": formats.Qwen25VLChatHandler,
-}
 
 
 class LlamaProxy:
@@ -90,8 +77,9 @@ class LlamaProxy:
         builds it."""
         s = settings
         chat_handler: Any = None
-        handler_class = _VISION.get(s.chat_format or "")
-        if handler_class is not None:
+        handler_name = VISION_FORMATS.get(s.chat_format or "")
+        if handler_name is not None:
+            handler_class = getattr(formats, handler_name)
             if s.clip_model_path is None:
                 raise ValueError(f"chat_format {s.chat_format!r} needs clip_model_path")
             if s.hf_model_repo_id is not None:

@@ -18,10 +18,13 @@ __all__ = [
     "CPUS",
     "MODEL_SETTINGS",
     "SERVER_SETTINGS",
+    "VISION_FORMATS",
+    "chat_handler",
     "defaults",
     "from_environment",
     "read_config",
     "serve_argv",
+    "settings_argv",
     "without_address",
 ]
 
@@ -242,7 +245,7 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv += _chat_format_flags(chat_format, s)
     if s["chat_template_kwargs"]:
         argv += ["--chat-template-kwargs", json.dumps(s["chat_template_kwargs"])]
-    if s["clip_model_path"]:
+    if s["clip_model_path"] and chat_format not in VISION_FORMATS:  # else the handler's
         argv += ["--mmproj", s["clip_model_path"]]
     if s["draft_model"]:
         if s["draft_model"] != "prompt-lookup-decoding":
@@ -273,11 +276,42 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     return argv
 
 
-# llama-cpp-python's server builds these vision chat handlers by name (with clip_model_path).
-_VISION_FORMATS = (
-    "llava-1-5", "obsidian", "llava-1-6", "moondream", "nanollava", "llama-3-vision-alpha",
-    "minicpm-v-2.6", "qwen2.5-vl",
-)  # fmt: skip
+#: chat_format -> the name of the vision chat handler (llama_cpp.llama_chat_format) that
+#: llama-cpp-python's server builds over clip_model_path
+VISION_FORMATS = {
+    "llava-1-5": "Llava15ChatHandler",
+    "obsidian": "ObsidianChatHandler",
+    "llava-1-6": "Llava16ChatHandler",
+    "mtmd": "MTMDChatHandler",
+    "gemma4": "Gemma4ChatHandler",
+    "moondream": "MoondreamChatHandler",
+    "nanollava": "NanoLlavaChatHandler",
+    "llama-3-vision-alpha": "Llama3VisionAlpha",
+    "minicpm-v-2.6": "MiniCPMv26ChatHandler",
+    "qwen2.5-vl": "Qwen25VLChatHandler",
+}
+
+
+def chat_handler(server: dict[str, Any], model: dict[str, Any]) -> Any:
+    """The vision chat handler that llama-cpp-python's server builds for these settings
+    (its projector ``clip_model_path``, a file of ``hf_model_repo_id`` if given), or None
+    for a chat_format that is no vision format."""
+    s = {**defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    name = VISION_FORMATS.get(s["chat_format"] or "")
+    if name is None:
+        return None
+    from .. import llama_chat_format
+
+    if not s["clip_model_path"]:
+        raise ValueError(
+            f"--chat_format {s['chat_format']} needs --clip_model_path (the projector)"
+        )
+    cls = getattr(llama_chat_format, name)
+    if s["hf_model_repo_id"]:
+        return cls.from_pretrained(
+            repo_id=s["hf_model_repo_id"], filename=s["clip_model_path"], verbose=s["verbose"]
+        )
+    return cls(clip_model_path=s["clip_model_path"], verbose=s["verbose"])
 
 
 def _default_chat_format(path: str) -> str | None:
@@ -296,8 +330,8 @@ def _default_chat_format(path: str) -> str | None:
 
 def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
     """The serve flags that render chats as llama-cpp-python's ``chat_format`` does: a
-    Jinja template of its format's prompt (chat_templates); for ``mtmd`` and ``gemma4``
-    the model's own template with the projector; for a name only llama.cpp knows, its
+    Jinja template of its format's prompt (chat_templates); for a vision format, none
+    (its handler brings them: :func:`chat_handler`); for a name only llama.cpp knows, its
     template of that name. The formatter's stop strings become ``-r`` (the server's
     stops for a request that gives none)."""
     from llama_cy.chat import chat_format_names
@@ -307,16 +341,10 @@ def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
 
     if name == "hf-tokenizer-config":
         return _tokenizer_config_template(s["hf_tokenizer_config_path"])
-    if name in ("mtmd", "gemma4"):
+    if name in VISION_FORMATS:
         if not s["clip_model_path"]:
             raise ValueError(f"--chat_format {name} needs --clip_model_path (the projector)")
-        return []  # the model's own template, as llama-cpp-python's MTMDChatHandler
-    if name in _VISION_FORMATS:
-        raise ValueError(
-            f"--chat_format {name}: llama-cpp-python's {name} handler lays images out in "
-            "Python, which the server here does not run; use --chat_format mtmd (the "
-            "model's own template with --clip_model_path) or llama_cpp.Llama(chat_handler=...)"
-        )
+        return []  # the handler's (chat_handler()): its template, projector and layout
     if name in TEMPLATES:
         flags = ["--jinja", "--chat-template", TEMPLATES[name]]
     elif name in chat_format_names():
@@ -358,6 +386,22 @@ def _tokenizer_config_template(path: str | None) -> list[str]:
     if not isinstance(template, str):
         raise ValueError(f"--hf_tokenizer_config_path {path}: no chat_template string in it")
     return ["--jinja", "--chat-template", template]
+
+
+def settings_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
+    """``python -m llama_cpp.server``'s flags for these settings (those given; not host and
+    port)."""
+    argv: list[str] = []
+    for name, value in {**server, **model}.items():
+        if value is None or name in ("host", "port"):
+            continue
+        if isinstance(value, dict):
+            argv += [f"--{name}", json.dumps(value)]
+        elif isinstance(value, (list, tuple)):
+            argv += [f"--{name}", *(str(v) for v in value)]
+        else:
+            argv += [f"--{name}", str(value)]
+    return argv
 
 
 def without_address(argv: list[str]) -> list[str]:

@@ -3,8 +3,10 @@ loaded at a time, swapped when a request names another (its ``model`` field, the
 ``model_alias``); an unknown or missing name means the first model.
 
 Each model runs in its own ``llama-cy serve`` child (llama-server's routes and fields),
-started when it is asked for and stopped when another is. This front relays each request
-to the running child, one request at a time, as llama-cpp-python's server runs them.
+started when it is asked for and stopped when another is; a model of a vision
+chat_format runs in a ``python -m llama_cpp.server`` child, which builds its handler.
+This front relays each request to the running child, one request at a time, as
+llama-cpp-python's server runs them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .serve_args import serve_argv, without_address
+from .serve_args import chat_handler, serve_argv, settings_argv, without_address
 
 __all__ = ["Swapper", "create_app"]
 
@@ -49,7 +51,7 @@ class Swapper:
     def __init__(self, models: dict[str, list[str]], api_key: str | None) -> None:
         if not models:
             raise ValueError("no models to serve")
-        self.models = models  # alias -> llama-cy serve arguments (without host and port)
+        self.models = models  # alias -> the child's Python arguments (without host and port)
         self.default = next(iter(models))
         self.api_key = api_key
         self.lock = threading.Lock()  # one request at a time
@@ -66,8 +68,12 @@ class Swapper:
             alias = model.get("model_alias") or model.get("model")
             if not alias:
                 raise ValueError("each model of a config file needs a model path")
-            argv = serve_argv(server, {**model, "model_alias": alias})
-            by_alias[alias] = without_address(argv)
+            model = {**model, "model_alias": alias}
+            argv = serve_argv(server, model)  # checked here, at start, for every model
+            if chat_handler(server, model) is None:
+                by_alias[alias] = ["-m", "llama_cy", "serve", *without_address(argv)]
+            else:  # the handler is Python: llama_cpp.server builds it in the child
+                by_alias[alias] = ["-m", "llama_cpp.server", *settings_argv(server, model)]
         swapper = cls(by_alias, server.get("api_key"))
         atexit.register(swapper.stop)  # an app whose lifespan never ends leaves no child
         swapper.ensure(None)
@@ -80,8 +86,7 @@ class Swapper:
             return
         self.stop()
         self.port = _free_port()
-        cmd = [sys.executable, "-m", "llama_cy", "serve", *self.models[alias]]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port)]
+        cmd = [sys.executable, *self.models[alias], "--host", "127.0.0.1", "--port", str(self.port)]
         self.proc = subprocess.Popen(cmd, stdout=sys.stderr, stderr=sys.stderr)
         self.alias = alias
         deadline = time.monotonic() + 600

@@ -17,9 +17,9 @@ from llama_cy.generation import Job, KVSequence
 from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
-from llama_cy.server.inputs import input_prompts, lora_request, messages
+from llama_cy.server.inputs import input_prompts, lora_request
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
-from llama_cy.server.requests import read_body, render_kwargs, sampling, stop
+from llama_cy.server.requests import chat_messages, read_body, render_kwargs, sampling, stop
 from llama_cy.server.schema import ApiError
 
 __all__ = ["infill_tokens", "prepare_native", "routes", "slot_file"]
@@ -120,7 +120,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def apply_template(request: Request) -> Response:
         body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
         marked, _ = await asyncio.to_thread(
-            server.preparer.split_media, messages(body["messages"], media=server.mtmd is not None)
+            server.preparer.split_media, chat_messages(server, body["messages"])
         )
         prompt, _ = await asyncio.to_thread(
             server.preparer.chat_prompt,
