@@ -80,6 +80,15 @@ def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
         out = post(port, "/v1/completions", {"prompt": "Hello", "max_tokens": 4, "temperature": 0})
         assert out["object"] == "text_completion"
         assert out["usage"]["completion_tokens"] == 4
+        # its request types' defaults: max_tokens 16 on completions (null: no limit), and
+        # repeat_penalty 1.1 (llama-server's: until the end, 1.0)
+        body = {"prompt": "Hello", "ignore_eos": True}
+        assert post(port, "/v1/completions", body)["usage"]["completion_tokens"] == 16
+        unlimited = post(port, "/v1/completions", {**body, "max_tokens": None})
+        assert unlimited["usage"]["completion_tokens"] > 16
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/props", timeout=10) as r:
+            params = json.loads(r.read())["default_generation_settings"]["params"]
+        assert params["repeat_penalty"] == pytest.approx(1.1)
         chat = post(
             port, "/v1/chat/completions",
             {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3},

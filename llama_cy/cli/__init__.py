@@ -106,9 +106,10 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Sequence[str] | None = None, *, chat_handler: Any = None) -> int:
-    """The ``llama-cy`` command. ``chat_handler`` is ``serve``'s, from Python only (a
-    llama_cy chat handler: ``python -m llama_cpp.server``'s vision formats)."""
+def main(argv: Sequence[str] | None = None, *, adjust: Callable[[Any], Any] | None = None) -> int:
+    """The ``llama-cy`` command. ``adjust`` (Python only) changes the ServerSettings that
+    ``serve``'s flags give (``python -m llama_cpp.server``'s chat handlers and request
+    defaults, which no flag sets)."""
     from llama_cy.errors import LlamaError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -118,10 +119,10 @@ def main(argv: Sequence[str] | None = None, *, chat_handler: Any = None) -> int:
     args.argv = argv[1:]  # what was given, for the flags refused when given
     command = importlib.import_module(f"llama_cy.cli.{args.module}")
     try:
-        if chat_handler is not None:
+        if adjust is not None:
             if args.command != "serve":
-                raise ValueError("chat_handler is for serve")
-            code: int = command.main(args, chat_handler)
+                raise ValueError("adjust is for serve")
+            code: int = command.main(args, adjust)
         else:
             code = command.main(args)
     except KeyboardInterrupt:

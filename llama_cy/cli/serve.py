@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
@@ -22,8 +22,11 @@ from llama_cy.server.presets import Preset
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from llama_cy.chat_handlers import MtmdChatHandler
     from llama_cy.server.settings import ServerSettings
+
+#: a change to the settings the flags give (Python only: ``python -m llama_cpp.server``'s
+#: chat handlers and request defaults, which no llama-server flag sets)
+Adjust = Callable[["ServerSettings"], "ServerSettings"]
 
 __all__ = ["asgi_app", "check_flags", "main"]
 
@@ -173,12 +176,12 @@ def _server_log(args: argparse.Namespace) -> None:
         common_log_verbosity(4)  # the chat engine's log too
 
 
-def asgi_app(argv: Sequence[str], chat_handler: MtmdChatHandler | None = None) -> Starlette:
+def asgi_app(argv: Sequence[str], adjust: Adjust | None = None) -> Starlette:
     """The ASGI app that ``llama-cy serve ARGV`` serves, for an ASGI server of one's own:
     the model is loaded now, the engine runs while the app's lifespan does. ``--host``,
     ``--port`` and the TLS flags belong to that server and are not read here. One model
     (``-m`` or ``-hf``): the router mode, and the flags that print and exit, need
-    ``llama-cy serve``. ``chat_handler``: see :meth:`ServerSettings.with_chat_handler`."""
+    ``llama-cy serve``. ``adjust`` changes the settings the flags give."""
     from llama_cy.cli import parser
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.flags.presets import expand_presets
@@ -199,7 +202,8 @@ def asgi_app(argv: Sequence[str], chat_handler: MtmdChatHandler | None = None) -
         numa_init(args.numa)
     if fetch_models(args, "serve") is not None or args.model is None:
         raise ValueError("no model (-m): the router mode needs llama-cy serve")
-    settings = fit(_with_handler(settings_from_args(args, model_path(args.model)), chat_handler))
+    settings = settings_from_args(args, model_path(args.model))
+    settings = fit(settings if adjust is None else adjust(settings))
     model = load_model(settings, None)
     try:
         return create_app(model, settings, static_path=args.path, owns_model=True)
@@ -208,13 +212,8 @@ def asgi_app(argv: Sequence[str], chat_handler: MtmdChatHandler | None = None) -
         raise
 
 
-def _with_handler(settings: ServerSettings, handler: MtmdChatHandler | None) -> ServerSettings:
-    return settings if handler is None else settings.with_chat_handler(handler)
-
-
-def main(args: argparse.Namespace, chat_handler: MtmdChatHandler | None = None) -> int:
-    """``llama-cy serve``; ``chat_handler`` (Python only, for ``python -m
-    llama_cpp.server``'s vision formats): see :meth:`ServerSettings.with_chat_handler`."""
+def main(args: argparse.Namespace, adjust: Adjust | None = None) -> int:
+    """``llama-cy serve``; ``adjust`` (Python only) changes the settings the flags give."""
     from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve
     from llama_cy.server.settings import fit
@@ -258,11 +257,12 @@ def main(args: argparse.Namespace, chat_handler: MtmdChatHandler | None = None) 
     if preset is not None:  # a preset repository: router mode over its models
         args.models_preset = preset
     if args.model is None:  # no model: llama-server's router mode
-        if chat_handler is not None:
-            raise ValueError("a chat handler serves one model (-m), not the router mode")
+        if adjust is not None:
+            raise ValueError("adjusted settings serve one model (-m), not the router mode")
         return _router(args)
     path = model_path(args.model)
-    settings = fit(_with_handler(settings_from_args(args, path), chat_handler))
+    settings = settings_from_args(args, path)
+    settings = fit(settings if adjust is None else adjust(settings))
     set_priority(args)
     serve(
         settings,

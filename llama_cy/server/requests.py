@@ -44,14 +44,22 @@ SAMPLING_FIELDS: dict[str, str] = {
 
 
 async def read_body(
-    server: Server, request: Request, fields: Mapping[str, tuple[type, ...]], *required: str
+    server: Server,
+    request: Request,
+    fields: Mapping[str, tuple[type, ...]],
+    *required: str,
+    defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The request's checked fields. The ``model`` field names any
-    model: one is served (as llama-server, which answers whatever name is asked)."""
+    """The request's checked fields, with ``defaults`` for those it does not give (a
+    null it gives stays unset). The ``model`` field names any model: one is served (as
+    llama-server, which answers whatever name is asked)."""
     raw = schema.parse(await request.body())
     if isinstance(raw, dict):
         schema.refuse_unsupported(raw, fields)
     body = schema.check(raw, fields, required)
+    for name, value in (defaults or {}).items():
+        if name not in raw and value is not None:
+            body[name] = value
     stop = body.get("stop")
     if isinstance(stop, list) and not all(isinstance(x, str) for x in stop):
         raise ApiError(400, "'stop' must be a string or an array of strings", param="stop")

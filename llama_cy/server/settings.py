@@ -154,6 +154,9 @@ class ServerSettings:
     )  #: --media-path: the folder file:// URLs are read under
     #: a chat handler of llama-cpp-python's vision formats (no flag: :meth:`with_chat_handler`)
     chat_handler: MtmdChatHandler | None = None
+    #: the max_tokens of a /v1/completions request that gives none (no flag; None: until
+    #: the end, as llama-server; llama-cpp-python's server and OpenAI's API: 16)
+    completion_max_tokens: int | None = None
 
     def with_chat_handler(self, handler: MtmdChatHandler) -> ServerSettings:
         """These settings serving chats as ``handler`` renders them (llama_cy.Llama's

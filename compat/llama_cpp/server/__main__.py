@@ -19,7 +19,7 @@ from typing import Any
 from .serve_args import (
     MODEL_SETTINGS,
     SERVER_SETTINGS,
-    chat_handler,
+    adjust,
     defaults,
     from_environment,
     read_config,
@@ -82,14 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = {k: given[k] for k in SERVER_SETTINGS}
             model = {k: given[k] for k in MODEL_SETTINGS}
         flags = serve_argv(server, model)
-        handler = chat_handler(server, model)
+        change = adjust(server, model)
     except ValueError as e:
         print(e, file=sys.stderr)
         parser.print_help()
         return 1
     from llama_cy.cli import main as llama_cy_main
 
-    return llama_cy_main(["serve", *flags], chat_handler=handler)
+    return llama_cy_main(["serve", *flags], adjust=change)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .serve_args import MODEL_SETTINGS, SERVER_SETTINGS, chat_handler, serve_argv
+from .serve_args import MODEL_SETTINGS, SERVER_SETTINGS, adjust, serve_argv
 from .settings import ConfigFileSettings, ModelSettings, ServerSettings, Settings
 
 __all__ = ["create_app"]
@@ -52,7 +52,7 @@ def create_app(
         return swapping_app(Swapper.from_settings(server, models))
     from llama_cy.cli.serve import asgi_app
 
-    app = asgi_app(serve_argv(server, models[0]), chat_handler(server, models[0]))
+    app = asgi_app(serve_argv(server, models[0]), adjust(server, models[0]))
     app.add_middleware(_StartAtFirstRequest, outer=app)
     return app
 

@@ -6,6 +6,7 @@ each does there. A setting with no such flag is refused, with the reason. Used b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -19,13 +20,13 @@ __all__ = [
     "MODEL_SETTINGS",
     "SERVER_SETTINGS",
     "VISION_FORMATS",
+    "adjust",
     "chat_handler",
     "defaults",
     "from_environment",
     "read_config",
     "serve_argv",
     "settings_argv",
-    "without_address",
 ]
 
 
@@ -39,6 +40,14 @@ def _bool(text: str | bool) -> bool:
     if value in ("0", "off", "f", "false", "n", "no"):
         return False
     raise ValueError(f"Invalid boolean argument: {text}")
+
+
+def _numa(text: str | bool) -> bool | int:
+    """True/False, or a ggml_numa_strategy number (bool | int there)."""
+    try:
+        return _bool(text)
+    except ValueError:
+        return int(text)
 
 
 def _object(text: str) -> dict[str, Any]:
@@ -85,7 +94,7 @@ MODEL_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
     "last_n_tokens_size": (int, 64, False),
     "lora_base": (str, None, False),
     "lora_path": (str, None, False),
-    "numa": (_bool, False, False),
+    "numa": (_numa, False, False),
     "chat_format": (str, None, False),
     "chat_template_kwargs": (_object, None, False),
     "clip_model_path": (str, None, False),
@@ -235,6 +244,9 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         argv.append("--no-kv-offload")
     argv += ["-fa", "on" if s["flash_attn"] else "off"]
     argv += ["--repeat-last-n", str(s["last_n_tokens_size"])]
+    # its requests' default repeat_penalty (llama-server's is 1.0); the other sampling
+    # defaults of its request types are llama-server's too
+    argv += ["--repeat-penalty", "1.1"]
     if s["lora_path"]:
         argv += ["--lora", s["lora_path"]]
     if s["numa"]:  # True, or a ggml_numa_strategy number (Llama(numa=...) as there)
@@ -290,6 +302,19 @@ VISION_FORMATS = {
     "minicpm-v-2.6": "MiniCPMv26ChatHandler",
     "qwen2.5-vl": "Qwen25VLChatHandler",
 }
+
+
+def adjust(server: dict[str, Any], model: dict[str, Any]) -> Callable[[Any], Any]:
+    """What these settings change in llama-cy serve's ServerSettings beyond its flags:
+    the vision format's chat handler, and a /v1/completions request's default max_tokens
+    (16 in llama-cpp-python's request types, as in OpenAI's API; none in llama-server)."""
+    handler = chat_handler(server, model)
+
+    def change(settings: Any) -> Any:
+        settings = dataclasses.replace(settings, completion_max_tokens=16)
+        return settings if handler is None else settings.with_chat_handler(handler)
+
+    return change
 
 
 def chat_handler(server: dict[str, Any], model: dict[str, Any]) -> Any:
@@ -389,11 +414,11 @@ def _tokenizer_config_template(path: str | None) -> list[str]:
 
 
 def settings_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
-    """``python -m llama_cpp.server``'s flags for these settings (those given; not host and
-    port)."""
+    """``python -m llama_cpp.server``'s flags for these settings (those given; not the
+    address and TLS files, which are a front's)."""
     argv: list[str] = []
     for name, value in {**server, **model}.items():
-        if value is None or name in ("host", "port"):
+        if value is None or name in ("host", "port", "ssl_keyfile", "ssl_certfile"):
             continue
         if isinstance(value, dict):
             argv += [f"--{name}", json.dumps(value)]
@@ -402,16 +427,3 @@ def settings_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
         else:
             argv += [f"--{name}", str(value)]
     return argv
-
-
-def without_address(argv: list[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--host", "--port"):
-            skip = True
-        else:
-            out.append(arg)
-    return out

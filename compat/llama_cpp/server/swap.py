@@ -2,9 +2,8 @@
 loaded at a time, swapped when a request names another (its ``model`` field, the model's
 ``model_alias``); an unknown or missing name means the first model.
 
-Each model runs in its own ``llama-cy serve`` child (llama-server's routes and fields),
-started when it is asked for and stopped when another is; a model of a vision
-chat_format runs in a ``python -m llama_cpp.server`` child, which builds its handler.
+Each model runs in its own ``python -m llama_cpp.server`` child (llama-cy's server over
+that model's settings), started when it is asked for and stopped when another is.
 This front relays each request to the running child, one request at a time, as
 llama-cpp-python's server runs them.
 """
@@ -16,6 +15,7 @@ import atexit
 import contextlib
 import http.client
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -30,7 +30,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .serve_args import chat_handler, serve_argv, settings_argv, without_address
+from .serve_args import (
+    MODEL_SETTINGS,
+    SERVER_SETTINGS,
+    chat_handler,
+    serve_argv,
+    settings_argv,
+)
 
 __all__ = ["Swapper", "create_app"]
 
@@ -69,11 +75,9 @@ class Swapper:
             if not alias:
                 raise ValueError("each model of a config file needs a model path")
             model = {**model, "model_alias": alias}
-            argv = serve_argv(server, model)  # checked here, at start, for every model
-            if chat_handler(server, model) is None:
-                by_alias[alias] = ["-m", "llama_cy", "serve", *without_address(argv)]
-            else:  # the handler is Python: llama_cpp.server builds it in the child
-                by_alias[alias] = ["-m", "llama_cpp.server", *settings_argv(server, model)]
+            serve_argv(server, model)  # checked here, at start, for every model
+            chat_handler(server, model)
+            by_alias[alias] = ["-m", "llama_cpp.server", *settings_argv(server, model)]
         swapper = cls(by_alias, server.get("api_key"))
         atexit.register(swapper.stop)  # an app whose lifespan never ends leaves no child
         swapper.ensure(None)
@@ -87,7 +91,10 @@ class Swapper:
         self.stop()
         self.port = _free_port()
         cmd = [sys.executable, *self.models[alias], "--host", "127.0.0.1", "--port", str(self.port)]
-        self.proc = subprocess.Popen(cmd, stdout=sys.stderr, stderr=sys.stderr)
+        # the child's settings are its flags: none from this environment (CONFIG_FILE, MODEL...)
+        names = {"CONFIG_FILE", *(n.upper() for n in (*MODEL_SETTINGS, *SERVER_SETTINGS))}
+        env = {k: v for k, v in os.environ.items() if k.upper() not in names}
+        self.proc = subprocess.Popen(cmd, stdout=sys.stderr, stderr=sys.stderr, env=env)
         self.alias = alias
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:

@@ -53,7 +53,13 @@ def routes(server: Server) -> list[RouteSpec]:
 
     async def completions(request: Request) -> Response:
         server.generating()
-        body = await read_body(server, request, schema.COMPLETION, "prompt")
+        body = await read_body(
+            server,
+            request,
+            schema.COMPLETION,
+            "prompt",
+            defaults={"max_tokens": server.settings.completion_max_tokens},
+        )
         suffix = body.get("suffix")
         value = body["prompt"]
         if suffix is not None:  # fill-in-the-middle: one text prompt
