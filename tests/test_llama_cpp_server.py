@@ -84,6 +84,9 @@ def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
         # repeat_penalty 1.1 (llama-server's: until the end, 1.0)
         body = {"prompt": "Hello", "ignore_eos": True}
         assert post(port, "/v1/completions", body)["usage"]["completion_tokens"] == 16
+        # the route GitHub Copilot calls (llama-cpp-python's Code Completion guide)
+        copilot = post(port, "/v1/engines/copilot-codex/completions", {**body, "max_tokens": 3})
+        assert copilot["usage"]["completion_tokens"] == 3
         unlimited = post(port, "/v1/completions", {**body, "max_tokens": None})
         assert unlimited["usage"]["completion_tokens"] > 16
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/props", timeout=10) as r:

@@ -125,6 +125,8 @@ def routes(server: Server) -> list[RouteSpec]:
         ("/v1/models", models, get, False),
         ("/models", models, get, False),
         ("/v1/completions", completions, post, False),
+        # llama-cpp-python's server's alias, for GitHub Copilot (its Code Completion guide)
+        ("/v1/engines/copilot-codex/completions", completions, post, False),
         ("/v1/chat/completions", chat_completions, post, False),
         ("/chat/completions", chat_completions, post, False),
     ]
