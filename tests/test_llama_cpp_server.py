@@ -107,6 +107,34 @@ def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
         stop(proc)
 
 
+def test_request_types_bodies_are_served(tiny_model_path: Path) -> None:
+    """llama_cpp.server.types: the bodies its request models dump, every field included
+    (as a client built on them sends), are served; its defaults are the server's."""
+    from llama_cpp.server.types import (
+        CreateChatCompletionRequest,
+        CreateCompletionRequest,
+        CreateEmbeddingRequest,
+        TokenizeInputRequest,
+        TokenizeInputResponse,
+    )
+
+    completion = CreateCompletionRequest(prompt="Hello")
+    chat = CreateChatCompletionRequest(messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
+    assert (completion.max_tokens, completion.repeat_penalty) == (16, 1.1)
+    assert CreateChatCompletionRequest().max_tokens is None
+    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--verbose", "False")
+    try:
+        out = post(port, "/v1/completions", {**completion.model_dump(), "ignore_eos": True})
+        assert out["usage"]["completion_tokens"] == completion.max_tokens
+        out = post(port, "/v1/chat/completions", chat.model_dump())
+        assert out["usage"]["completion_tokens"] <= 2
+        tokens = post(port, "/extras/tokenize", TokenizeInputRequest(input="Hi").model_dump())
+        assert TokenizeInputResponse.model_validate(tokens).tokens
+    finally:
+        stop(proc)
+    assert CreateEmbeddingRequest(input=["a", "b"]).model_dump()["input"] == ["a", "b"]
+
+
 def test_environment_and_config_file(tiny_model_path: Path, tmp_path: Path) -> None:
     """As in llama-cpp-python, a config file holds the server settings too: the command
     line's are not read then."""
