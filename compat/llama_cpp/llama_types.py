@@ -5,10 +5,10 @@ They type what ``Llama`` takes and returns (plain dicts at run time).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
-# typing_extensions': pydantic models (llama_cpp.server.types) take these on Python < 3.12
-from typing_extensions import NotRequired, TypedDict
+# typing_extensions': pydantic models (llama_cpp.server.types) take it on Python < 3.12
+from typing_extensions import TypedDict
 
 JsonType = None | int | str | bool | list[Any] | dict[str, Any]
 
