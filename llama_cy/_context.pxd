@@ -47,6 +47,7 @@ cdef class LlamaContext(ViewOwner):
     # Made on a vocab_only model: llama.cpp gives it no memory, backends or outputs.
     cdef readonly bint vocab_only
     cdef bint _swa_full
+    cdef bint _eagle3
     cdef bint _samplers_changed
 
     cdef int _check_seq(self, int seq_id, bint allow_all) except -1

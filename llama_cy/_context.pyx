@@ -318,7 +318,8 @@ cdef class LlamaContext(ViewOwner):
                     "(LlamaModel.load(load_mtp=True)); it has "
                     f"{c.llama_model_n_layer_nextn(model.ptr)} NextN layers")
             p.ctx_type = c.LLAMA_CONTEXT_TYPE_MTP
-        if ctx_other is None and model.meta_val("general.architecture") == "eagle3":
+        self._eagle3 = model.meta_val("general.architecture") == "eagle3"
+        if ctx_other is None and self._eagle3:
             # Its decoder's input is the g-embeddings made of the target's features
             # (eagle3.cpp); alone, a token batch leaves them unset and it decodes
             # whatever that memory held.
@@ -551,6 +552,13 @@ cdef class LlamaContext(ViewOwner):
             raise ValueError("the batch is empty")
         if encoder and not c.llama_model_has_encoder(self.model.ptr):
             raise EncodeError("llama_encode: this model has no encoder", -1)
+        if self._eagle3:
+            # Each of its decoder's inputs pairs a token with g-embeddings of the target's
+            # features (common_speculative's batches); a LlamaBatch carries one or the
+            # other, and the other half would be memory nothing set.
+            raise InvalidBatchError(
+                "an EAGLE3 draft's context decodes through the Speculator, which pairs "
+                "each token with the target's features", -1)
         # llama.cpp asserts (aborts the process) on these instead of returning an error.
         if n_tokens > self.n_batch:
             raise InvalidBatchError(

@@ -217,6 +217,10 @@ except lc.LlamaError as e:
     print("embeddings:", "no embeddings" in str(e))
 batch = lc.LlamaBatch(4)
 batch.add_sequence([1, 2, 3], 0, 0)
+try:  # its inputs pair tokens with the target's features: only the Speculator gives them
+    ctx.decode(batch)
+except lc.errors.InvalidBatchError as e:
+    print("decode:", "Speculator" in str(e))
 target.decode(batch)
 print(bool(np.isfinite(target.logits(-1)).all()))
 """
@@ -228,7 +232,8 @@ def test_an_eagle3_draft_alone_and_its_embeddings_are_refused(
     """An EAGLE3 draft decodes from its target's features: a context without the target's
     (ctx_other) would read memory nothing set, and is refused. Its graph has no embeddings
     output: llama.cpp asserts at the next decode after llama_set_embeddings(true), so
-    set_embeddings refuses instead, and the process goes on."""
+    set_embeddings refuses instead, and the process goes on. A decode of its context
+    from Python is refused too: a token batch leaves the features half unset."""
     r = child.run_python(EMBEDDINGS_OF_A_DRAFT, str(eagle3_path), str(tiny_model_path))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split() == ["alone:", "True", "embeddings:", "True", "True"]
+    assert r.stdout.split() == ["alone:", "True", "embeddings:", "True", "decode:", "True", "True"]
