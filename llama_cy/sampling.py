@@ -216,6 +216,9 @@ class SamplingParams:
     mirostat_mode: int = _D["mirostat_mode"]
     mirostat_tau: float = _D["mirostat_tau"]
     mirostat_eta: float = _D["mirostat_eta"]
+    adaptive_target: float = _D["adaptive_target"]
+    adaptive_decay: float = _D["adaptive_decay"]
+    min_keep: int = _D["min_keep"]
     seed: int | None = None
     logit_bias: Mapping[int, float] | None = None
     grammar: LlamaGrammar | str | None = None
@@ -334,18 +337,19 @@ def build_sampler(
     elif p.mirostat_mode != 0:
         raise ValueError(f"mirostat_mode must be 0, 1 or 2, not {p.mirostat_mode}")
     else:
+        keep = p.min_keep or 1  # llama-cpp-python's chain keeps one at least
         if p.top_n_sigma > 0.0:
             chain.append(LlamaSampler.top_n_sigma(p.top_n_sigma))
         if p.top_k > 0:
             chain.append(LlamaSampler.top_k(p.top_k))
         if p.typical_p < 1.0:
-            chain.append(LlamaSampler.typical(p.typical_p))
+            chain.append(LlamaSampler.typical(p.typical_p, keep))
         if p.top_p < 1.0:
-            chain.append(LlamaSampler.top_p(p.top_p))
+            chain.append(LlamaSampler.top_p(p.top_p, keep))
         if p.min_p > 0.0:
-            chain.append(LlamaSampler.min_p(p.min_p))
+            chain.append(LlamaSampler.min_p(p.min_p, keep))
         if p.xtc_probability > 0.0:
-            chain.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, 1, seed))
+            chain.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, keep, seed))
         if p.dynatemp_range > 0.0:
             chain.append(
                 LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent)
@@ -400,22 +404,21 @@ def _ordered(model: LlamaModel, p: SamplingParams, seed: int, n_ctx: int) -> lis
         elif name == "top_k":
             stages.append(LlamaSampler.top_k(p.top_k))
         elif name == "typ_p":
-            stages.append(LlamaSampler.typical(p.typical_p, 0))  # min_keep: common's 0
+            stages.append(LlamaSampler.typical(p.typical_p, p.min_keep))
         elif name == "top_p":
-            stages.append(LlamaSampler.top_p(p.top_p, 0))
+            stages.append(LlamaSampler.top_p(p.top_p, p.min_keep))
         elif name == "min_p":
-            stages.append(LlamaSampler.min_p(p.min_p, 0))
+            stages.append(LlamaSampler.min_p(p.min_p, p.min_keep))
         elif name == "xtc":
-            stages.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, 0, seed))
+            stages.append(LlamaSampler.xtc(p.xtc_probability, p.xtc_threshold, p.min_keep, seed))
         elif name == "temperature":
             stages.append(
                 LlamaSampler.temp_ext(p.temperature, p.dynatemp_range, p.dynatemp_exponent)
             )
         elif name == "infill":
             stages.append(LlamaSampler.infill(model))
-    if "adaptive_p" in (p.samplers or ()):
-        # llama.cpp's defaults: the request fields that set them are not taken here.
-        stages.append(LlamaSampler.adaptive_p(-1.0, 0.9, seed))
+    if "adaptive_p" in (p.samplers or ()):  # listed: it draws, in place of dist
+        stages.append(LlamaSampler.adaptive_p(p.adaptive_target, p.adaptive_decay, seed))
     else:
         stages.append(LlamaSampler.dist(seed))
     return stages

@@ -39,7 +39,7 @@ class Setting:
     name: str  #: the Python keyword and SamplingParams field (llama-cpp-python's name)
     type: type  #: int, float or tuple (of str)
     default: Any  #: llama-server's (llama.cpp's common) default
-    flag: str  #: llama.cpp's command-line flag
+    flag: str  #: llama.cpp's command-line flag ("": none, a request field and keyword only)
     help: str
     lo: float | None = None  #: smallest allowed value (None: unbounded)
     hi: float | None = None  #: largest allowed value
@@ -113,6 +113,28 @@ SAMPLING_SETTINGS: tuple[Setting, ...] = (
     ),
     _S("mirostat_tau", float, 5.0, "--mirostat-ent", "mirostat target entropy (tau)"),
     _S("mirostat_eta", float, 0.1, "--mirostat-lr", "mirostat learning rate (eta)"),
+    _S(
+        "adaptive_target",
+        float,
+        -1.0,
+        "--adaptive-target",
+        "adaptive-p (in --samplers): select tokens near this probability (0 to 1; < 0: off)",
+    ),
+    _S(
+        "adaptive_decay",
+        float,
+        0.9,
+        "--adaptive-decay",
+        "adaptive-p: decay of the target's adaptation (0 to 0.99; llama.cpp clamps it)",
+    ),
+    _S(
+        "min_keep",
+        int,
+        0,
+        "",  # llama-server's request field; no flag sets it
+        "the fewest candidates top-p, min-p, typical-p and XTC leave (0: none)",
+        0,
+    ),
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SAMPLING_SETTINGS}

@@ -61,10 +61,18 @@ def test_cli_flags_come_from_the_table() -> None:
     for command in (["run", "-p", "x"], ["serve"]):
         args = parser.parse_args(command)
         for s in SAMPLING_SETTINGS:
+            if not s.flag:  # a request field and keyword only (min_keep, as llama-server)
+                assert not hasattr(args, s.name), s.name
+                continue
             want = None if s.type is tuple else s.default
             assert getattr(args, s.name) == want, (command, s.name)
     args = parser.parse_args(
-        ["serve", "--temp", "0.3", "--repeat-last-n", "5", "--dry-sequence-breaker", "x"]
+        ["serve", "--temp", "0.3", "--repeat-last-n", "5", "--dry-sequence-breaker", "x",
+         "--adaptive-target", "0.4", "--adaptive-decay", "0.5"]
+    )  # fmt: skip
+    assert (sampling_values(args)["adaptive_target"], sampling_values(args)["adaptive_decay"]) == (
+        0.4,
+        0.5,
     )
     assert sampling_values(args)["temperature"] == 0.3
     assert sampling_values(args)["penalty_last_n"] == 5
@@ -116,3 +124,27 @@ def test_detokenize_with_prev_tokens(gemma_llm: lc.Llama) -> None:
     whole = gemma_llm.detokenize(prev + more)
     assert gemma_llm.detokenize(more, prev_tokens=prev) == whole[len(gemma_llm.detokenize(prev)) :]
     assert gemma_llm.detokenize(prev) + gemma_llm.detokenize(more, prev_tokens=prev) == whole
+
+
+def test_min_keep_and_adaptive_p_reach_the_chain(tiny_model_path: Path) -> None:
+    """llama-server's min_keep (top-p, min-p, typical-p and XTC keep that many) and
+    adaptive-p's target and decay (--adaptive-target/--adaptive-decay) are the chain's,
+    as common_sampler_init passes them (they were fixed at 0, -1 and 0.9)."""
+    with lc.Llama(tiny_model_path, n_ctx=256, verbose=False) as llm:
+
+        def texts(seeds: range, **kw: Any) -> set[str]:
+            return {
+                llm.create_completion("Hello", max_tokens=8, seed=s, **kw)["choices"][0]["text"]
+                for s in seeds
+            }
+
+        # one candidate past top-p: the same text whatever the seed; 50 kept: not
+        flat = {"samplers": ["top_p", "temperature"], "top_p": 1e-6, "temperature": 5.0}
+        assert len(texts(range(4), **flat)) == 1
+        assert len(texts(range(4), **flat, min_keep=50)) > 1
+        adaptive = {"samplers": ["top_k", "adaptive_p"], "adaptive_decay": 0.0}
+        assert texts(range(1), **adaptive, adaptive_target=0.9) != texts(
+            range(1), **adaptive, adaptive_target=0.001
+        )
+        with pytest.raises(ValueError, match="min_keep"):
+            llm.create_completion("Hello", max_tokens=1, min_keep=-1)

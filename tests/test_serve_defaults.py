@@ -323,3 +323,23 @@ def test_mmproj_device_takes_one_device() -> None:
         settings_from_args(args, "x.gguf")
     args = cli.parser().parse_args(["serve", "-mmdev", "none"])
     assert settings_from_args(args, "x.gguf").mmproj_device == "none"
+
+
+def test_serve_min_keep_and_adaptive_p(tiny_model_path: Path) -> None:
+    """--adaptive-target/--adaptive-decay are the requests' defaults (/props), and a
+    request's adaptive_target, adaptive_decay and min_keep are its own (they were a 400,
+    or reported fixed), as llama-server's generation_settings show them."""
+    args = ["-c", "256", "-t", "2", "--no-warmup", "--adaptive-target", "0.25"]
+    with Server(tiny_model_path, *args, "--adaptive-decay", "0.5") as server:
+        params = server.request("GET", "/props")[2]["default_generation_settings"]["params"]
+        assert (params["adaptive_target"], params["adaptive_decay"]) == (0.25, 0.5)
+        assert params["min_keep"] == 0
+        body = {"prompt": "Hi", "n_predict": 2, "min_keep": 3, "adaptive_target": 0.5}
+        status, _, out = server.request("POST", "/completion", body)
+        assert status == 200, out
+        settings = out["generation_settings"]
+        assert (settings["min_keep"], settings["adaptive_target"]) == (3, 0.5)
+        assert settings["adaptive_decay"] == 0.5
+        status, _, out = server.request("POST", "/completion", {**body, "min_keep": -1})
+        assert status == 400
+        assert "min_keep" in str(out)

@@ -99,6 +99,8 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text, description, positionals) in _COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=description)
+        # llama.cpp's tools spell -h three ways: -h, --help, --usage
+        p.add_argument("--usage", action="help", help=argparse.SUPPRESS)
         if positionals is not None:
             positionals(p)
         add_flags(p, name)

@@ -137,6 +137,8 @@ def _add_sampling(parser: argparse.ArgumentParser, serving: bool) -> None:
     title = "default sampling of requests (llama-server's)" if serving else "sampling"
     group = parser.add_argument_group(title)
     for s in SAMPLING_SETTINGS:
+        if not s.flag:  # a request field and keyword only
+            continue
         names = (s.flag, *SAMPLING_ALIASES.get(s.flag, ()))
         if s.type is tuple:  # repeatable; None: the default list
             group.add_argument(*names, dest=s.name, action="append", default=None, help=s.help)
@@ -180,7 +182,7 @@ def reverse_prompts(args: argparse.Namespace) -> list[str]:
 def sampling_values(args: argparse.Namespace) -> dict[str, Any]:
     """The sampling flags' values by Python name (the repeatable ones only if given).
     ``--dry-sequence-breaker none`` clears the breakers given so far, as there."""
-    out = {s.name: getattr(args, s.name) for s in SAMPLING_SETTINGS}
+    out = {s.name: getattr(args, s.name) for s in SAMPLING_SETTINGS if s.flag}
     breakers = out.get("dry_sequence_breakers")
     if breakers is not None:
         kept: list[str] = []
@@ -225,7 +227,10 @@ def bash_completion() -> str:
         names = [n for f in flags_for(command) for n in (*f.names, *f.negative)]
         if command in SAMPLING_COMMANDS:
             names += [
-                n for s in SAMPLING_SETTINGS for n in (s.flag, *SAMPLING_ALIASES.get(s.flag, ()))
+                n
+                for s in SAMPLING_SETTINGS
+                if s.flag
+                for n in (s.flag, *SAMPLING_ALIASES.get(s.flag, ()))
             ]
         cases.append(f'        {command}) opts="{" ".join(names)}" ;;')
     files = {"--model|-m": "*.gguf", "--grammar-file": "*.gbnf", "--chat-template-file": "*.jinja"}

@@ -59,9 +59,6 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
             {"token": t, "bias": b if b != float("-inf") else None}
             for t, b in (p.logit_bias or {}).items()
         ],
-        # llama.cpp's adaptive-p sampler is not in llama_cy's chain: reported off.
-        "adaptive_target": -1.0,
-        "adaptive_decay": 0.9,
         "speculative.types": (
             server.engine.spec.types
             if server.engine is not None and server.engine.spec is not None

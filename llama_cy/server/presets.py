@@ -82,7 +82,8 @@ def _options() -> dict[str, Option]:
         for f in flags_for("serve")
     }
     for s in SAMPLING_SETTINGS:
-        out[s.name] = Option(s.name, (s.flag, *SAMPLING_ALIASES.get(s.flag, ())))
+        if s.flag:
+            out[s.name] = Option(s.name, (s.flag, *SAMPLING_ALIASES.get(s.flag, ())))
     for dest, name, env in (
         (LOAD_ON_STARTUP, "load-on-startup", "__PRESET_LOAD_ON_STARTUP"),
         (STOP_TIMEOUT, "stop-timeout", "__PRESET_STOP_TIMEOUT"),
