@@ -102,6 +102,12 @@ class Job:
     #: (role, text) marking where messages start, for checkpoints at user messages
     #: (llama-server's ``message_delimiters``); a chat's own come from its template
     message_delimiters: tuple[tuple[str, str], ...] = ()
+    #: llama-server's ``n_indent``: each line after the first starts with this many
+    #: blanks at least, or the text ends before it (code completion); 0: off
+    n_indent: int = 0
+    #: llama-server's ``t_max_predict_ms``: once generating took longer, the next
+    #: newline ends the text; 0: off
+    t_max_predict_ms: int = 0
 
 
 def backend_sampling_blocker(
@@ -284,6 +290,8 @@ class KVSequence:
             job.n_logprobs,
             len(prompt),
             None if self.special else preserved_tokens(self.model, job.chat),
+            n_indent=job.n_indent,
+            t_max_predict_ms=job.t_max_predict_ms,
         )
         self.token = -1
         self.i_batch = -1

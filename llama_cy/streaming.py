@@ -10,6 +10,7 @@ one generation's books (token limit, log-probabilities, the chunks), for
 from __future__ import annotations
 
 import codecs
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -30,16 +31,36 @@ __all__ = ["CompletionOutput", "TextAssembler", "preserved_tokens"]
 
 
 class TextAssembler:
-    """Feed token pieces (bytes) with :meth:`push`; emit what it returns."""
+    """Feed token pieces (bytes) with :meth:`push`; emit what it returns.
 
-    __slots__ = ("_decoder", "_pending", "_stops", "emitted", "stop")
+    ``n_indent`` (> 0) is llama-server's minimum indentation of each line after the
+    first: a line that starts with fewer spaces or tabs ends the text before its first
+    other character (:attr:`short_line`). A newline and the blanks after it are held
+    until that is known.
+    """
 
-    def __init__(self, stop: Iterable[str] = ()) -> None:
+    __slots__ = (
+        "_decoder",
+        "_indent",
+        "_line",
+        "_pending",
+        "_stops",
+        "emitted",
+        "short_line",
+        "stop",
+    )
+
+    def __init__(self, stop: Iterable[str] = (), n_indent: int = 0) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._stops = [s for s in stop if s]
         self._pending = ""
+        self._indent = n_indent
+        #: a newline and the blanks after it, held while n_indent is undecided
+        self._line: str | None = None
         #: The stop string that ended the text, once one has matched.
         self.stop: str | None = None
+        #: A line indented less than n_indent ended the text.
+        self.short_line = False
         #: Number of characters released so far.
         self.emitted = 0
 
@@ -50,9 +71,11 @@ class TextAssembler:
 
     def push(self, piece: bytes) -> str:
         """Add a token's bytes; the text that can be shown now (may be empty)."""
-        if self.stop is not None:
+        if self.stop is not None or self.short_line:
             return ""
         text = self._decoder.decode(piece)
+        if self._indent > 0:
+            text = self._indented(text)
         if not self._stops:
             self.emitted += len(text)
             return text
@@ -63,8 +86,35 @@ class TextAssembler:
         """End of generation: release the rest (a dangling partial character as U+FFFD)."""
         if self.stop is not None:
             return ""
-        self._pending += self._decoder.decode(b"", final=True)
+        tail = "" if self.short_line else self._decoder.decode(b"", final=True)
+        if self._line is not None:  # blanks at the end: no line that could be short
+            tail, self._line = self._line + tail, None
+        self._pending += tail
         return self._release(final=True)
+
+    def _indented(self, text: str) -> str:
+        """``text`` less what n_indent holds back (a newline and its blanks) or cuts off
+        (a line indented less, from its first other character on)."""
+        out: list[str] = []
+        for c in text:
+            if self._line is None:
+                if c == "\n":
+                    self._line = ""  # held with the blanks that follow
+                else:
+                    out.append(c)
+            elif c in " \t":
+                self._line += c
+            else:  # the line's first other character (a newline too, as llama-server)
+                blanks, self._line = self._line, None
+                out.append("\n" + blanks)  # llama-server keeps the newline and blanks
+                if len(blanks) < self._indent:
+                    self.short_line = True
+                    break
+                if c == "\n":
+                    self._line = ""
+                else:
+                    out.append(c)
+        return "".join(out)
 
     def _release(self, final: bool) -> str:
         text = self._pending
@@ -101,9 +151,11 @@ class CompletionOutput:
 
     __slots__ = (
         "_logprobs",
+        "_t_first",
         "_tokens",
         "generated",
         "limit",
+        "max_predict_s",
         "model",
         "n_logprobs",
         "n_prompt",
@@ -120,13 +172,19 @@ class CompletionOutput:
         n_logprobs: int | None,
         n_prompt: int,
         special_tokens: frozenset[int] | None = None,
+        *,
+        n_indent: int = 0,
+        t_max_predict_ms: int = 0,
     ) -> None:
         self.model = model
         #: the special tokens shown as text (None: all; llama-server shows those its chat
         #: format preserves, or all with -sp; a control token is otherwise empty text)
         self.special_tokens = special_tokens
-        self.text = TextAssembler(stop)
+        self.text = TextAssembler(stop, n_indent)
         self.limit = max_tokens if max_tokens is not None and max_tokens > 0 else None
+        #: llama-server's t_max_predict_ms: past it, the next newline ends the text
+        self.max_predict_s = t_max_predict_ms / 1000 if t_max_predict_ms > 0 else None
+        self._t_first = 0.0
         self.n_logprobs = n_logprobs
         self.n_prompt = n_prompt
         self.generated: list[int] = []
@@ -154,10 +212,20 @@ class CompletionOutput:
                 if candidates is None
                 else sampled_logprob(candidates, self.model, token, piece, n_top, offset)
             )
+        if len(self.generated) == 1:
+            self._t_first = time.perf_counter()
         out = self.text.push(piece)
         if self.text.stop is not None:
             self.reason = "stop"
-        elif self.limit is not None and len(self.generated) >= self.limit:
+        elif (
+            self.text.short_line
+            or (self.limit is not None and len(self.generated) >= self.limit)
+            or (
+                self.max_predict_s is not None
+                and "\n" in out
+                and time.perf_counter() - self._t_first > self.max_predict_s
+            )
+        ):  # n_indent: llama-server's limit stop
             self.reason = "length"
         return out
 

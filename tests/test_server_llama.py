@@ -317,7 +317,7 @@ def test_min_tokens(server: Server, tiny_fim: Path) -> None:
 
 
 def test_unsupported_fields_are_refused(server: Server) -> None:
-    for field, value in (("n_indent", 2), ("n_cmpl", 2)):
+    for field, value in (("n_discard", 2), ("n_cmpl", 2)):
         status, _, body = server.request(
             "POST", "/completion", {"prompt": PROMPT, "n_predict": 1, field: value}
         )
@@ -329,7 +329,7 @@ def test_unsupported_fields_are_refused(server: Server) -> None:
     assert (status, body["error"]["param"]) == (400, "post_sampling_probs")
     # their "off" values are fine
     status, _, _ = server.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 1,
-                                                           "n_indent": 0})  # fmt: skip
+                                                           "n_discard": 0})  # fmt: skip
     assert status == 200
 
 
@@ -445,6 +445,35 @@ def test_infill(server: Server) -> None:
     assert status == 200, out
     assert out["tokens_evaluated"] > 3
     assert out["prompt"].rstrip().endswith("<fim_middle>")
+
+
+def test_infill_text_limits_as_llama_vim_sends_them(server: Server) -> None:
+    """llama.vim's and llama.vscode's requests: n_indent (each line after the first
+    indented that much, or the text ends before it), t_max_predict_ms (past it, the next
+    newline ends it) and t_max_prompt_ms (compiled out of llama-server b11434: ignored,
+    as there). They were a 400."""
+    lines = "".join(f"\\n{' ' * (1 if i % 3 == 2 else 4)}x{i}" for i in range(40))
+    grammar = f'root ::= "a{lines}"'  # the text the model must write
+    body = {
+        "input_prefix": "def f(", "input_suffix": "):", "n_predict": 400, "grammar": grammar,
+        "t_max_prompt_ms": 500, "samplers": ["top_k"], "top_k": 1,
+    }  # fmt: skip
+    full = server.request("POST", "/infill", body)[2]
+    assert full["content"] == "a" + lines.replace("\\n", "\n")
+    status, _, out = server.request("POST", "/infill", {**body, "n_indent": 2})
+    assert status == 200, out
+    assert out["content"] == "a\n    x0\n    x1\n "  # " x2": one blank of two
+    assert out["stop_type"] == "limit"
+    out = server.request("POST", "/completion", {**body, "prompt": "", "t_max_predict_ms": 1})
+    assert out[2]["stop_type"] == "limit"
+    assert out[2]["content"].endswith("\n")
+    assert full["content"].startswith(out[2]["content"])
+    assert len(out[2]["content"]) < len(full["content"])
+    chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 400}
+    reply = server.request("POST", "/v1/chat/completions", {**chat, "grammar": grammar,
+                                                           "n_indent": 4})[2]  # fmt: skip
+    assert reply["choices"][0]["message"]["content"] == "a\n    x0\n    x1\n "
+    assert reply["choices"][0]["finish_reason"] == "length"
 
 
 def test_props_and_models_give_llama_servers_fields(server: Server, tiny_fim: Path) -> None:

@@ -52,3 +52,30 @@ def test_held_back_text_is_released_as_soon_as_it_cannot_be_a_stop() -> None:
     assert a.stop == "STOP"
     assert a.push(b"more") == ""
     assert a.finish() == ""
+
+
+@pytest.mark.parametrize(
+    ("pieces", "n_indent", "want", "short"),
+    [
+        # a line after the first indented less than n_indent ends the text before it,
+        # its newline and blanks kept (llama-server erases from its first other character)
+        (["def f():", "\n    ret", "urn 1\n", "x = 2"], 4, "def f():\n    return 1\n", True),
+        (["def f():", "\n    return 1\n  ", "  y\n"], 4, "def f():\n    return 1\n    y", False),
+        (["a\n", "\n", "b"], 2, "a\n", True),  # an empty line is short too, as there
+        (["x\n  y"], 2, "x\n  y", False),  # the first line is not checked
+        (["a\n", "b"], 0, "a\nb", False),
+    ],
+)
+def test_n_indent(pieces: list[str], n_indent: int, want: str, short: bool) -> None:
+    asm = TextAssembler((), n_indent)
+    out = "".join(asm.push(p.encode()) for p in pieces)
+    assert out + asm.finish() == want
+    assert asm.short_line is short
+
+
+def test_n_indent_with_stop_strings() -> None:
+    """The held newline and blanks go on to the stop-string matching."""
+    asm = TextAssembler(["\n  END"], 2)
+    out = "".join(asm.push(p.encode()) for p in ["a", "\n  b", "\n  EN", "D more"])
+    assert out + asm.finish() == "a\n  b"
+    assert asm.stop == "\n  END"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -160,6 +161,16 @@ async def read_converted_chat(
     return schema.check(chat, schema.CHAT, ("messages",))
 
 
+def with_text_limits(job: Job, body: Mapping[str, Any]) -> Job:
+    """``job`` with the request's ``n_indent`` and ``t_max_predict_ms`` (llama-server's;
+    0 or less: off)."""
+    return replace(
+        job,
+        n_indent=max(0, body.get("n_indent") or 0),
+        t_max_predict_ms=max(0, body.get("t_max_predict_ms") or 0),
+    )
+
+
 def chat_messages(server: Server, value: list[Any], *, allow_empty: bool = False) -> list[Any]:
     """A chat body's messages, checked, as the server's chat handler lays them out (if
     it has one: llama-cpp-python's vision formats)."""
@@ -172,7 +183,8 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
     """A checked chat body's job (``Preparer.chat`` in a worker thread: rendering,
     tokenizing and compiling a grammar never block the event loop)."""
     msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
-    return await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
+    job = await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
+    return with_text_limits(job, body)
 
 
 def chat_parser(job: Job, body: Mapping[str, Any]) -> ChatParser:

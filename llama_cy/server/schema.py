@@ -58,6 +58,9 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     **{s.server: _types(s) for s in SAMPLING_SETTINGS if s.server is not None},
     "seed": _INT + _NULL,
     "stop": _STR + _LIST + _NULL,
+    # llama-server's text limits (code completion: llama.vim, llama.vscode)
+    "n_indent": _INT + _NULL,
+    "t_max_predict_ms": _INT + _NULL,
     # llama-server reads it as /completion does on every route; llama-cpp-python's
     # logit_bias_type "tokens" makes every key a text
     "logit_bias": _DICT + _LIST + _NULL,
@@ -82,10 +85,7 @@ SAMPLING: dict[str, tuple[type, ...]] = {
 #: llama-server's request fields that llama_cy does not honour yet, with the value that
 #: asks for nothing (llama-server's default): any other value is refused, never ignored.
 UNSUPPORTED: dict[str, Any] = {
-    "n_indent": 0,
     "n_discard": 0,
-    "t_max_prompt_ms": -1,
-    "t_max_predict_ms": -1,
     "post_sampling_probs": False,
     "grammar_lazy": False,
     "grammar_triggers": [],

@@ -19,7 +19,14 @@ from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, lora_request
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
-from llama_cy.server.requests import chat_messages, read_body, render_kwargs, sampling, stop
+from llama_cy.server.requests import (
+    chat_messages,
+    read_body,
+    render_kwargs,
+    sampling,
+    stop,
+    with_text_limits,
+)
 from llama_cy.server.schema import ApiError
 
 __all__ = ["infill_tokens", "prepare_native", "routes", "slot_file"]
@@ -306,11 +313,12 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     delims = [d for d in body.get("message_delimiters") or () if isinstance(d, dict)]
     if any(not isinstance(d.get(k, ""), str) for d in delims for k in ("role", "delimiter")):
         raise ApiError(400, "message_delimiters: role and delimiter are strings")
-    return replace(
+    job = replace(
         job,
         post_sampling_probs=bool(body.get("post_sampling_probs")),
         message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
     )
+    return with_text_limits(job, body)
 
 
 def slot_file(folder: str, name: str) -> str:

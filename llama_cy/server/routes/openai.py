@@ -16,7 +16,14 @@ from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, prompt
-from llama_cy.server.requests import chat_parser, prepare_chat, read_body, sampling, stop
+from llama_cy.server.requests import (
+    chat_parser,
+    prepare_chat,
+    read_body,
+    sampling,
+    stop,
+    with_text_limits,
+)
 from llama_cy.server.schema import ApiError
 
 __all__ = ["combine_choices", "model_card", "routes"]
@@ -80,6 +87,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
                     **sampling(server, body),
                 )
+                job = with_text_limits(job, body)
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
                     server.model_id,
