@@ -108,6 +108,11 @@ class Job:
     #: llama-server's ``t_max_predict_ms``: once generating took longer, the next
     #: newline ends the text; 0: off
     t_max_predict_ms: int = 0
+    #: llama-server's ``n_keep`` for a context shift: prompt tokens kept after the BOS
+    #: (-1: the whole prompt); None: the sequence's own
+    n_keep: int | None = None
+    #: llama-server's ``n_discard``: tokens a context shift drops (0: half the rest)
+    n_discard: int = 0
 
 
 def backend_sampling_blocker(
@@ -631,10 +636,20 @@ class KVSequence:
         if any(t < 0 for t in self.cache):  # an image cut in half means nothing (llama-server)
             return False
         n_past = len(self.cache)
-        keep = min(self.n_keep, n_past - 1)
-        n_discard = (n_past - keep) // 2
+        job = self.job
+        keep = self.n_keep
+        if job is not None and job.n_keep is not None:  # llama-server's reading of it
+            asked = len(job.tokens) if job.n_keep < 0 else job.n_keep
+            keep = min(asked + int(self.model.add_bos), self.n_ctx - 4)
+        keep = min(keep, n_past - 1)
+        n_left = n_past - keep
+        n_discard = job.n_discard if job is not None and job.n_discard > 0 else n_left // 2
+        n_discard = min(n_discard, n_left - 1)
         if n_discard <= 0:
             return False
+        _log.info(  # llama-server's line (a warning there)
+            "slot context shift, n_keep = %d, n_left = %d, n_discard = %d", keep, n_left, n_discard
+        )
         self.ctx.seq_rm(self.id, keep, keep + n_discard)
         self.ctx.seq_add(self.id, keep + n_discard, n_past, -n_discard)
         if self.spec is not None:

@@ -88,7 +88,15 @@ def test_context_shift_and_keep(tiny_model_path: Path) -> None:
             out = s.request("POST", "/completion", body)[2]
             assert out["tokens_predicted"] == 400
             replies.append(out["content"])
+            if keep == "0":  # a request's n_keep and n_discard: llama-server's fields
+                asked = s.request("POST", "/completion", {**body, "n_keep": 4})[2]
+                dropped = s.request("POST", "/completion", {**body, "n_discard": 7})[2]
+                assert "n_keep = 5, n_left = " in s.output()  # after the BOS, as there
+                assert "n_discard = 7" in s.output()
+                assert dropped["generation_settings"]["n_discard"] == 7
+                assert dropped["content"] != out["content"]
     assert replies[0] != replies[1]
+    assert asked["content"] == replies[1]  # as --keep 4
 
 
 def test_reuse_port_and_tls(tiny_model_path: Path, tmp_path: Path) -> None:

@@ -244,7 +244,7 @@ def test_chat_tools(client: openai.OpenAI, stream: bool) -> None:
 def test_chat_engine_fields_are_checked(server: Server) -> None:
     messages = [{"role": "user", "content": "Hi"}]
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"reasoning_budget_tokens": -2}, "reasoning_budget must be"),
+        ({"reasoning_budget_tokens": -2}, "Value must be between -1 <= value"),
         ({"reasoning_format": "verbose"}, "reasoning_format"),
         ({"chat_template_kwargs": {"enable_thinking": "yes"}}, "enable_thinking"),
         ({"response_format": {"type": "json_schema", "json_schema": {"schema": {

@@ -317,7 +317,7 @@ def test_min_tokens(server: Server, tiny_fim: Path) -> None:
 
 
 def test_unsupported_fields_are_refused(server: Server) -> None:
-    for field, value in (("n_discard", 2), ("n_cmpl", 2)):
+    for field, value in (("grammar_lazy", True), ("chat_parser", "peg")):
         status, _, body = server.request(
             "POST", "/completion", {"prompt": PROMPT, "n_predict": 1, field: value}
         )
@@ -329,8 +329,35 @@ def test_unsupported_fields_are_refused(server: Server) -> None:
     assert (status, body["error"]["param"]) == (400, "post_sampling_probs")
     # their "off" values are fine
     status, _, _ = server.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 1,
-                                                           "n_discard": 0})  # fmt: skip
+                                                           "grammar_lazy": False})  # fmt: skip
     assert status == 200
+
+
+def test_fields_keep_llama_servers_limits(server: Server) -> None:
+    """server-schema.cpp's limits: a soft one clamps the value (top_p 1.5 is 1, a negative
+    temperature 0), a hard one refuses it in llama-server's words."""
+    body = {"prompt": PROMPT, "n_predict": 1}
+    clamped = {"top_p": 1.5, "min_p": -1.0, "temperature": -2.0, "top_k": -5, "mirostat": 7,
+               "xtc_threshold": 3.0, "adaptive_target": 4.0}  # fmt: skip
+    status, _, out = server.request("POST", "/completion", {**body, **clamped})
+    assert status == 200, out
+    got = out["generation_settings"]
+    assert (got["top_p"], got["min_p"], got["temperature"], got["top_k"]) == (1.0, 0.0, 0.0, 0)
+    assert (got["mirostat"], got["xtc_threshold"], got["adaptive_target"]) == (2, 1.0, 1.0)
+    for field, value, shown in (
+        ("repeat_last_n", -1, "0 <= value <= 2147483647, but got -1"),
+        ("dry_penalty_last_n", -1, "0 <= value <= 2147483647, but got -1"),
+        ("adaptive_decay", 1.5, "0.000000 <= value <= 0.990000, but got 1.500000"),
+        ("n_indent", -1, "0 <= value <= 2147483647, but got -1"),
+        ("n_predict", -2, "-1 <= value <= 2147483647, but got -2"),
+        ("t_max_predict_ms", -3, "-1 <= value <= 9223372036854775807, but got -3"),
+    ):
+        status, _, out = server.request("POST", "/completion", {**body, field: value})
+        assert status == 400, field
+        assert out["error"]["message"] == f"Field '{field}': Value must be between {shown}"
+    # of n_predict's names the first given is read: max_tokens is not looked at then
+    status, _, out = server.request("POST", "/completion", {**body, "max_tokens": -9})
+    assert status == 200, out
 
 
 def test_post_sampling_probs(server: Server) -> None:
@@ -368,9 +395,20 @@ def test_post_sampling_probs(server: Server) -> None:
 def test_chat_choices_prefill_and_verbose(server: Server) -> None:
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
     out = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Hi"}], n=3, max_tokens=2
+        model="m", messages=[{"role": "user", "content": "Hi"}], n=2, max_tokens=2
     )
-    assert [c.index for c in out.choices] == [0, 1, 2]
+    assert [c.index for c in out.choices] == [0, 1]
+    # as llama-server: at most one choice per slot (-np 2), the seed + j for choice j
+    with pytest.raises(openai.BadRequestError, match="Field 'n': Value must be between 1"):
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Hi"}], n=3, max_tokens=2
+        )
+    body = {"prompt": PROMPT, "n_predict": 6, "temperature": 1.5, "top_k": 0, "top_p": 1.0}
+    pair = server.request("POST", "/completion", {**body, "seed": 7, "n_cmpl": 2})[2]
+    alone = [server.request("POST", "/completion", {**body, "seed": s})[2] for s in (7, 8)]
+    assert [r["index"] for r in pair] == [0, 1]
+    assert [r["content"] for r in pair] == [r["content"] for r in alone]
+    assert [r["generation_settings"]["seed"] for r in pair] == [7, 8]
     # A final assistant message is continued (llama-server's prefill), shown by __verbose.
     messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hel"}]
     status, _, body = server.request(

@@ -52,7 +52,8 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
         ),
         "stop": list(job.stop),
         "ignore_eos": bool(body.get("ignore_eos")),
-        "n_keep": server.settings.keep,
+        "n_keep": job.n_keep if job.n_keep is not None else server.settings.keep,
+        "n_discard": job.n_discard,
         "grammar": job.params.grammar if isinstance(job.params.grammar, str) else "",
         # -inf (never) is null in JSON, as llama-server writes it
         "logit_bias": [
@@ -68,7 +69,6 @@ def generation_settings(server: Server, job: Job, body: Mapping[str, Any]) -> di
     for s in SAMPLING_SETTINGS:
         value = getattr(p, s.name)
         out[s.server_name] = list(value) if isinstance(value, tuple) else value
-    out["mirostat"] = out.pop("mirostat_mode", 0)
     return out
 
 

@@ -161,13 +161,40 @@ async def read_converted_chat(
     return schema.check(chat, schema.CHAT, ("messages",))
 
 
-def with_text_limits(job: Job, body: Mapping[str, Any]) -> Job:
-    """``job`` with the request's ``n_indent`` and ``t_max_predict_ms`` (llama-server's;
-    0 or less: off)."""
+def n_choices(server: Server, body: Mapping[str, Any]) -> int:
+    """llama-server's ``n_cmpl`` (or its alias ``n``): completions per prompt, between 1
+    and the server's slots (they run side by side)."""
+    name = "n_cmpl" if body.get("n_cmpl") is not None else "n"
+    n = body.get(name, 1)
+    if not 1 <= n <= server.settings.n_parallel:
+        raise ApiError(
+            400,
+            f"Field '{name}': Value must be between 1 <= value <= "
+            f"{server.settings.n_parallel}, but got {n}",
+            param=name,
+        )
+    return int(n)
+
+
+def choice(job: Job, j: int) -> Job:
+    """The ``j``-th of a request's choices: a seed it sets goes up by ``j``, as
+    llama-server seeds its child tasks (a random one stays random)."""
+    seed = job.params.seed
+    if j == 0 or seed is None or seed == 0xFFFFFFFF:
+        return job
+    return replace(job, params=replace(job.params, seed=(seed + j) % 2**32))
+
+
+def with_text_limits(job: Job, body: Mapping[str, Any], server: Server) -> Job:
+    """``job`` with the request's llama-server fields that end or shift its text:
+    ``n_indent`` and ``t_max_predict_ms`` (0 or less: off), ``n_keep`` (the server's
+    ``--keep`` where it gives none) and ``n_discard``."""
     return replace(
         job,
         n_indent=max(0, body.get("n_indent") or 0),
         t_max_predict_ms=max(0, body.get("t_max_predict_ms") or 0),
+        n_keep=body.get("n_keep", server.settings.keep),
+        n_discard=body.get("n_discard") or 0,
     )
 
 
@@ -184,7 +211,7 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
     tokenizing and compiling a grammar never block the event loop)."""
     msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
     job = await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
-    return with_text_limits(job, body)
+    return with_text_limits(job, body, server)
 
 
 def chat_parser(job: Job, body: Mapping[str, Any]) -> ChatParser:

@@ -8,6 +8,7 @@ read (``user``, ...) keep working.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,13 +55,16 @@ SAMPLING: dict[str, tuple[type, ...]] = {
     "stream": _BOOL + _NULL,
     "stream_options": _DICT + _NULL,
     "n": _INT + _NULL,
+    "n_cmpl": _INT + _NULL,  # llama-server's name of n (the first given is read)
     **{s.name: _types(s) for s in SAMPLING_SETTINGS},
     **{s.server: _types(s) for s in SAMPLING_SETTINGS if s.server is not None},
     "seed": _INT + _NULL,
     "stop": _STR + _LIST + _NULL,
-    # llama-server's text limits (code completion: llama.vim, llama.vscode)
+    # llama-server's text limits (code completion: llama.vim, llama.vscode) and shifts
     "n_indent": _INT + _NULL,
     "t_max_predict_ms": _INT + _NULL,
+    "n_keep": _INT + _NULL,
+    "n_discard": _INT + _NULL,
     # llama-server reads it as /completion does on every route; llama-cpp-python's
     # logit_bias_type "tokens" makes every key a text
     "logit_bias": _DICT + _LIST + _NULL,
@@ -85,7 +89,6 @@ SAMPLING: dict[str, tuple[type, ...]] = {
 #: llama-server's request fields that llama_cy does not honour yet, with the value that
 #: asks for nothing (llama-server's default): any other value is refused, never ignored.
 UNSUPPORTED: dict[str, Any] = {
-    "n_discard": 0,
     "post_sampling_probs": False,
     "grammar_lazy": False,
     "grammar_triggers": [],
@@ -97,8 +100,6 @@ UNSUPPORTED: dict[str, Any] = {
     "reasoning_control": None,
     "reasoning_budget_start_tag": None,
     "reasoning_budget_end_tags": None,
-    "n_keep": None,
-    "n_cmpl": 1,
 }
 
 
@@ -245,10 +246,62 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+_I32 = 2**31 - 1
+#: llama-server's limits of its request fields (server-schema.cpp): name -> (lowest,
+#: highest, hard). A value outside a hard limit is refused in its words; outside a soft
+#: one it is clamped. Of the names of one field (``ALIASES``) the first given is read.
+LIMITS: dict[str, tuple[float, float, bool]] = {
+    "sse_ping_interval": (-1, _I32, True),
+    "n_predict": (-1, _I32, True),
+    "max_completion_tokens": (-1, _I32, True),
+    "max_tokens": (-1, _I32, True),
+    "n_indent": (0, _I32, True),
+    "n_keep": (-1, _I32, True),
+    "n_discard": (0, _I32, True),
+    "n_cache_reuse": (0, _I32, True),
+    "t_max_predict_ms": (-1, 2**63 - 1, True),
+    "top_k": (0, _I32, False),
+    "top_p": (0.0, 1.0, False),
+    "min_p": (0.0, 1.0, False),
+    "xtc_probability": (0.0, 1.0, False),
+    "xtc_threshold": (0.0, 1.0, False),
+    "temperature": (0.0, math.inf, False),
+    "repeat_last_n": (0, _I32, True),
+    "dry_allowed_length": (0, _I32, True),
+    "dry_penalty_last_n": (0, _I32, True),
+    "mirostat": (0, 2, False),
+    "adaptive_target": (-math.inf, 1.0, False),
+    "adaptive_decay": (0.0, 0.99, True),
+    "min_keep": (0, _I32, True),
+    "reasoning_budget_tokens": (-1, _I32, True),
+}
+#: the names of one field, in the order llama-server reads them (the first given wins)
+ALIASES = (("n_predict", "max_completion_tokens", "max_tokens"),)
+
+
+def _limited(name: str, value: Any) -> Any:
+    lo, hi, hard = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or lo <= value <= hi:
+        return value
+    if hard:  # its words: std::to_string of the field's C type
+
+        def shown(x: float) -> str:
+            return f"{x:.6f}" if isinstance(lo, float) else str(int(x))
+
+        raise ApiError(
+            400,
+            f"Field '{name}': Value must be between {shown(lo)} <= value <= {shown(hi)}, "
+            f"but got {shown(value)}",
+            param=name,
+        )
+    return type(value)(min(max(value, lo), hi))
+
+
 def check(
     body: Any, fields: Mapping[str, tuple[type, ...]], required: tuple[str, ...]
 ) -> dict[str, Any]:
-    """The known, non-null fields of ``body``, each of its declared JSON type."""
+    """The known, non-null fields of ``body``, each of its declared JSON type, within
+    llama-server's limits (:data:`LIMITS`)."""
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     for name in required:
@@ -266,4 +319,7 @@ def check(
             raise ApiError(400, f"'{name}' must be {want}", param=name)
         if value is not None:
             out[name] = value
+    skipped = {n for names in ALIASES for n in [n for n in names if n in out][1:]}
+    for name in LIMITS.keys() & out.keys() - skipped:
+        out[name] = _limited(name, out[name])
     return out

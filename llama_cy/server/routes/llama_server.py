@@ -21,6 +21,8 @@ from llama_cy.server.inputs import input_prompts, lora_request
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import (
     chat_messages,
+    choice,
+    n_choices,
     read_body,
     render_kwargs,
     sampling,
@@ -39,10 +41,13 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await read_body(server, request, schema.NATIVE_COMPLETION, "prompt")
         prompts = await asyncio.to_thread(input_prompts, server, body["prompt"])
-        jobs = []
-        for i, tokens in enumerate(prompts):
+        n = n_choices(server, body)
+        jobs: list[tuple[Job, LlamaServerShaper]] = []
+        for tokens in prompts:  # each prompt's n_cmpl results side by side, as there
             job = await asyncio.to_thread(prepare_native, server, tokens, body)
-            jobs.append((job, LlamaServerShaper(server, job, body, index=i)))
+            for j in range(n):
+                one = choice(job, j)
+                jobs.append((one, LlamaServerShaper(server, one, body, index=len(jobs))))
         # The answer is llama-server's own view: no __verbose copy of it.
         return await respond.run(server, request, jobs, body, done_marker=False, verbose_view=False)
 
@@ -318,7 +323,7 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         post_sampling_probs=bool(body.get("post_sampling_probs")),
         message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
     )
-    return with_text_limits(job, body)
+    return with_text_limits(job, body, server)
 
 
 def slot_file(folder: str, name: str) -> str:

@@ -18,6 +18,8 @@ from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, prompt
 from llama_cy.server.requests import (
     chat_parser,
+    choice,
+    n_choices,
     prepare_chat,
     read_body,
     sampling,
@@ -75,8 +77,9 @@ def routes(server: Server) -> list[RouteSpec]:
             prompts = await asyncio.to_thread(input_prompts, server, value)
         cmpl_id = f"cmpl-{uuid.uuid4().hex}"
         jobs: list[tuple[Job, Shaper]] = []
+        n = n_choices(server, body)
         for p in prompts:
-            for _ in range(_n(body)):
+            for j in range(n):
                 job = await asyncio.to_thread(
                     server.preparer.completion,
                     p,
@@ -87,7 +90,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
                     **sampling(server, body),
                 )
-                job = with_text_limits(job, body)
+                job = choice(with_text_limits(job, body, server), j)
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
                     server.model_id,
@@ -107,7 +110,7 @@ def routes(server: Server) -> list[RouteSpec]:
         job = await prepare_chat(server, body)
         cmpl_id = f"chatcmpl-{uuid.uuid4().hex}"
         jobs: list[tuple[Job, Shaper]] = []
-        for i in range(_n(body)):
+        for i in range(n_choices(server, body)):
             shaper = ChatShaper(
                 server.model_id,
                 chat_parser(job, body),
@@ -117,7 +120,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 fingerprint=server.fingerprint,
                 id=cmpl_id,
             )
-            jobs.append((job, shaper))
+            jobs.append((choice(job, i), shaper))
         return await respond.run(server, request, jobs, body, combine=combine_choices)
 
     async def chat_input_tokens(request: Request) -> Response:
@@ -138,13 +141,6 @@ def routes(server: Server) -> list[RouteSpec]:
         ("/v1/chat/completions", chat_completions, post, False),
         ("/chat/completions", chat_completions, post, False),
     ]
-
-
-def _n(body: dict[str, Any]) -> int:
-    n = body.get("n", 1)
-    if not 1 <= n <= 128:
-        raise ApiError(400, "n must be between 1 and 128", param="n")
-    return int(n)
 
 
 def _include_usage(body: dict[str, Any]) -> bool:
