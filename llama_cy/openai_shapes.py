@@ -8,6 +8,7 @@ streams, so both send the same bytes for the same tokens.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -157,11 +158,13 @@ class ChatShaper(Shaper):
         parser: ChatParser,
         *,
         logprobs: bool = False,
+        post_sampling: bool = False,
         **kw: Any,
     ) -> None:
         super().__init__(model, **kw)
         self.parser = parser
         self.logprobs = logprobs
+        self.post_sampling = post_sampling
         self._started = False
         self._text = ""
         self._lps: list[TokenLogprob] = []
@@ -199,13 +202,13 @@ class ChatShaper(Shaper):
         for delta in deltas:
             if delta:
                 # A token's log-probability goes with the first delta its text shows in.
-                lp = chat_logprobs(self._lps) if self._lps else None
+                lp = chat_logprobs(self._lps, self.post_sampling) if self._lps else None
                 self._lps = []
                 out.append(self._dict(delta, lp, None))
         if done:
             assert chunk.stop_reason is not None
             finish = _finish(chunk.stop_reason, self.parser.message)
-            lp = chat_logprobs(self._lps) if self._lps else None
+            lp = chat_logprobs(self._lps, self.post_sampling) if self._lps else None
             out.append(self._dict({}, lp, finish))
         out += self._usage_chunk("chat.completion.chunk", chunk)
         if out and out[-1] is not role:  # the opening role chunk carries no timings
@@ -217,7 +220,7 @@ class ChatShaper(Shaper):
         choice = {
             "index": self.index,
             "message": message.to_openai(),
-            "logprobs": chat_logprobs(done.logprobs) if self.logprobs else None,
+            "logprobs": chat_logprobs(done.logprobs, self.post_sampling) if self.logprobs else None,
             "finish_reason": _finish(done.stop_reason, message),
         }
         out = {
@@ -255,18 +258,27 @@ def completion_logprobs(lps: list[TokenLogprob] | None, offset: int) -> dict[str
     }
 
 
-def chat_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
-    """OpenAI's chat logprobs: ``{"content": [{token, logprob, bytes, top_logprobs}]}``."""
+def chat_logprobs(
+    lps: list[TokenLogprob] | None, post_sampling: bool = False
+) -> dict[str, Any] | None:
+    """OpenAI's chat logprobs: ``{"content": [{token, logprob, bytes, top_logprobs}]}``;
+    with llama-server's ``post_sampling_probs``, the probabilities of what the sampler
+    chain left (``prob``, ``top_probs``), as there."""
     if lps is None:
         return None
+    key, top = ("prob", "top_probs") if post_sampling else ("logprob", "top_logprobs")
+
+    def value(logprob: float) -> float:
+        return math.exp(logprob) if post_sampling else logprob
+
     return {
         "content": [
             {
                 "token": lp.text,
-                "logprob": lp.logprob,
+                key: value(lp.logprob),
                 "bytes": list(lp.piece),
-                "top_logprobs": [
-                    {"token": p.decode("utf-8", "replace"), "logprob": v, "bytes": list(p)}
+                top: [
+                    {"token": p.decode("utf-8", "replace"), key: value(v), "bytes": list(p)}
                     for _, p, v in lp.top
                 ],
             }

@@ -323,9 +323,10 @@ def test_unsupported_fields_are_refused(server: Server) -> None:
         )
         assert status == 400, field
         assert body["error"]["param"] == field
-    # honoured by /completion, not (yet) by the chat routes
-    chat = {"messages": [{"role": "user", "content": "Hi"}], "post_sampling_probs": True}
-    status, _, body = server.request("POST", "/v1/chat/completions", chat)
+    # honoured by /completion and the chat routes, not (yet) by /v1/completions
+    status, _, body = server.request(
+        "POST", "/v1/completions", {"prompt": "Hi", "post_sampling_probs": True}
+    )
     assert (status, body["error"]["param"]) == (400, "post_sampling_probs")
     # their "off" values are fine
     status, _, _ = server.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 1,
@@ -358,6 +359,28 @@ def test_fields_keep_llama_servers_limits(server: Server) -> None:
     # of n_predict's names the first given is read: max_tokens is not looked at then
     status, _, out = server.request("POST", "/completion", {**body, "max_tokens": -9})
     assert status == 200, out
+
+
+def test_post_sampling_probs_in_chat(server: Server) -> None:
+    """On the chat routes too, as llama-server: "prob" and "top_probs" of what the chain
+    left (top_k 3: three candidates whose probabilities add up to 1)."""
+    body = {
+        "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3, "logprobs": True,
+        "top_logprobs": 5, "top_k": 3, "temperature": 1.0, "post_sampling_probs": True,
+    }  # fmt: skip
+    status, _, out = server.request("POST", "/v1/chat/completions", body)
+    assert status == 200, out
+    for step in out["choices"][0]["logprobs"]["content"]:
+        assert 0.0 < step["prob"] <= 1.0
+        assert "logprob" not in step
+        assert len(step["top_probs"]) == 3
+        assert sum(t["prob"] for t in step["top_probs"]) == pytest.approx(1.0, abs=1e-4)
+    events = stream(server, "/v1/chat/completions", {**body, "stream": True})
+    chunks = [e for e in events if isinstance(e, dict)]  # not the closing [DONE]
+    steps = [s for e in chunks for c in e.get("choices", []) if c.get("logprobs")
+             for s in c["logprobs"]["content"]]  # fmt: skip
+    assert steps
+    assert all("top_probs" in s for s in steps)
 
 
 def test_post_sampling_probs(server: Server) -> None:

@@ -211,6 +211,7 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
     tokenizing and compiling a grammar never block the event loop)."""
     msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
     job = await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
+    job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
     return with_text_limits(job, body, server)
 
 

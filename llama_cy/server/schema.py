@@ -147,6 +147,7 @@ CHAT: dict[str, tuple[type, ...]] = {
     "json_schema": _DICT + _NULL,
     "add_generation_prompt": _BOOL + _NULL,
     "continue_final_message": _BOOL + _NULL,
+    "post_sampling_probs": _BOOL + _NULL,
 }
 
 #: llama.cpp's native /completion

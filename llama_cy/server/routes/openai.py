@@ -115,6 +115,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 server.model_id,
                 chat_parser(job, body),
                 logprobs=job.n_logprobs is not None,
+                post_sampling=job.post_sampling_probs,
                 include_usage=_include_usage(body),
                 index=i,
                 fingerprint=server.fingerprint,
