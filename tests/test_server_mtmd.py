@@ -418,3 +418,46 @@ def test_server_settings_with_a_chat_handler(vision_path: Path, audio_path: Path
         ServerSettings(model="m.gguf", chat_template="chatml").with_chat_handler(handler)
     with pytest.raises(TypeError, match="llama_cy chat handler"):
         ServerSettings(model="m.gguf").with_chat_handler(print)  # type: ignore[arg-type]
+
+
+def test_audio_transcriptions(
+    tiny_model_path: Path, vision_path: Path, audio_path: Path, server: Server
+) -> None:
+    """OpenAI's /v1/audio/transcriptions, as llama-server answers it: a chat asking to
+    "Transcribe audio to text" (in the form's language) with the file after it; the
+    transcript equals that chat's reply. Its errors: no audio projector (501), no file,
+    a response_format other than json (400)."""
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    with pytest.raises(openai.APIStatusError, match="does not support audio input") as e:
+        client.audio.transcriptions.create(model="x", file=AUDIO)
+    assert e.value.status_code == 501  # the module's server has a vision projector only
+    args = ["--mmproj", str(audio_path), "-np", "1", "-c", "2048"]
+    with Server(tiny_model_path, *args, "--chat-template-file", str(CHAT_TEMPLATE)) as s:
+        client = openai.OpenAI(base_url=s.url + "/v1", api_key="x", max_retries=0)
+        out = client.audio.transcriptions.create(
+            model="x", file=AUDIO, language="en", extra_body={"max_tokens": "4", "temperature": "0"}
+        )
+        data = base64.b64encode(AUDIO.read_bytes()).decode()
+        content = [
+            {"type": "text", "text": "Transcribe audio to text (language: en)"},
+            {"type": "input_audio", "input_audio": {"data": data, "format": "mp3"}},
+        ]
+        chat = {"messages": [{"role": "user", "content": content}], "max_tokens": 4,
+                "temperature": 0}  # fmt: skip
+        status, _, reply = s.request("POST", "/v1/chat/completions", chat)
+        assert status == 200, reply
+        assert out.text == reply["choices"][0]["message"]["content"]
+        status, _, raw = s.request("POST", "/v1/audio/transcriptions", {"prompt": "x"})
+        assert (status, raw["error"]["message"]) == (400, "No input file found for transcription")
+        with pytest.raises(openai.BadRequestError, match="Only 'json' response_format"):
+            client.audio.transcriptions.create(model="x", file=AUDIO, response_format="text")
+        events = list(
+            client.audio.transcriptions.create(
+                model="x", file=AUDIO, stream=True, language="en",
+                extra_body={"max_tokens": "4", "temperature": "0"},
+            )
+        )  # fmt: skip
+        assert events[-1].type == "transcript.text.done"
+        assert events[-1].text == out.text
+        deltas = "".join(e.delta for e in events if e.type == "transcript.text.delta")
+        assert deltas == out.text

@@ -46,6 +46,7 @@ from llama_cy.server.routes import (
     proxy,
     server_tools,
     streams,
+    transcriptions,
 )
 from llama_cy.server.routes import router as router_routes
 from llama_cy.server.schema import ApiError
@@ -68,6 +69,7 @@ def routes(server: Server) -> list[Route]:
         + llama_cpp_python.routes(server)
         + metrics.routes(server)
         + streams.routes(server)
+        + transcriptions.routes(server)
     )
     prefix = server.settings.api_prefix
     return [Route(prefix + p, wrap(server, fn, public), methods=m) for p, fn, m, public in table]
