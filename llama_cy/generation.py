@@ -74,10 +74,8 @@ class Job:
 
     ``max_tokens`` of None (or <= 0) runs until the model stops or the context is full.
     ``n_logprobs`` of None computes no log-probabilities; N >= 0 computes each token's
-    and the N best alternatives': the model's, or with ``post_sampling_probs`` those of
-    the distribution the sampler chain left (llama-server's field). ``tool_calls``: the
-    output is to be parsed for tool calls (what the caller does with the text, not how
-    it is sampled).
+    and the N best alternatives': the model's, or with ``post_sampling_probs`` those the
+    sampler chain left. ``parse_tool_calls``: the reply is read for tool calls.
     """
 
     tokens: list[int]
@@ -102,16 +100,12 @@ class Job:
     #: (role, text) marking where messages start, for checkpoints at user messages
     #: (llama-server's ``message_delimiters``); a chat's own come from its template
     message_delimiters: tuple[tuple[str, str], ...] = ()
-    #: llama-server's ``n_indent``: each line after the first starts with this many
-    #: blanks at least, or the text ends before it (code completion); 0: off
+    #: llama-server's: min. indentation of lines after the first (0: off); past this
+    #: many ms, the next newline ends the text (0: off); a context shift's kept prompt
+    #: tokens after the BOS (-1: all; None: the sequence's) and dropped ones (0: half)
     n_indent: int = 0
-    #: llama-server's ``t_max_predict_ms``: once generating took longer, the next
-    #: newline ends the text; 0: off
     t_max_predict_ms: int = 0
-    #: llama-server's ``n_keep`` for a context shift: prompt tokens kept after the BOS
-    #: (-1: the whole prompt); None: the sequence's own
     n_keep: int | None = None
-    #: llama-server's ``n_discard``: tokens a context shift drops (0: half the rest)
     n_discard: int = 0
 
 
@@ -628,16 +622,15 @@ class KVSequence:
         return chunk
 
     def _shift(self) -> bool:
-        """Context shift: drop half of what follows the first ``n_keep`` tokens."""
+        """Context shift: drop half (or the job's n_discard) of what follows the first
+        ``n_keep`` tokens (or the job's, as llama-server reads it)."""
         if not self.context_shift or not self.ctx.can_shift:
             return False
         if self.spec is not None and not self.spec.can_shift:
             return False
         if any(t < 0 for t in self.cache):  # an image cut in half means nothing (llama-server)
             return False
-        n_past = len(self.cache)
-        job = self.job
-        keep = self.n_keep
+        job, n_past, keep = self.job, len(self.cache), self.n_keep
         if job is not None and job.n_keep is not None:  # llama-server's reading of it
             asked = len(job.tokens) if job.n_keep < 0 else job.n_keep
             keep = min(asked + int(self.model.add_bos), self.n_ctx - 4)
@@ -647,9 +640,8 @@ class KVSequence:
         n_discard = min(n_discard, n_left - 1)
         if n_discard <= 0:
             return False
-        _log.info(  # llama-server's line (a warning there)
-            "slot context shift, n_keep = %d, n_left = %d, n_discard = %d", keep, n_left, n_discard
-        )
+        line = "slot context shift, n_keep = %d, n_left = %d, n_discard = %d"  # llama-server's
+        _log.info(line, keep, n_left, n_discard)
         self.ctx.seq_rm(self.id, keep, keep + n_discard)
         self.ctx.seq_add(self.id, keep + n_discard, n_past, -n_discard)
         if self.spec is not None:

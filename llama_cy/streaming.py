@@ -212,7 +212,7 @@ class CompletionOutput:
                 if candidates is None
                 else sampled_logprob(candidates, self.model, token, piece, n_top, offset)
             )
-        if len(self.generated) == 1:
+        if self.max_predict_s is not None and len(self.generated) == 1:
             self._t_first = time.perf_counter()
         out = self.text.push(piece)
         if self.text.stop is not None:
