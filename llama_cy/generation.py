@@ -97,16 +97,16 @@ class Job:
     media: Media | None = None
     #: sample in the graph (llama-server's ``backend_sampling``); None: the sequence's default
     backend_sampling: bool | None = None
-    #: (role, text) marking where messages start, for checkpoints at user messages
-    #: (llama-server's ``message_delimiters``); a chat's own come from its template
+    #: (role, text) where messages start, for checkpoints (llama-server's message_delimiters)
     message_delimiters: tuple[tuple[str, str], ...] = ()
-    #: llama-server's: min. indentation of lines after the first (0: off); past this
-    #: many ms, the next newline ends the text (0: off); a context shift's kept prompt
-    #: tokens after the BOS (-1: all; None: the sequence's) and dropped ones (0: half)
+    #: llama-server's n_indent, t_max_predict_ms (0: off), a context shift's n_keep (after
+    #: the BOS; -1: all; None: the sequence's) and n_discard (0: half), and the special
+    #: tokens shown as text besides the chat format's (its preserved_tokens)
     n_indent: int = 0
     t_max_predict_ms: int = 0
     n_keep: int | None = None
     n_discard: int = 0
+    preserved: frozenset[int] = frozenset()
 
 
 def backend_sampling_blocker(
@@ -288,7 +288,7 @@ class KVSequence:
             max_tokens,
             job.n_logprobs,
             len(prompt),
-            None if self.special else preserved_tokens(self.model, job.chat),
+            None if self.special else preserved_tokens(self.model, job.chat) | job.preserved,
             n_indent=job.n_indent,
             t_max_predict_ms=job.t_max_predict_ms,
         )

@@ -317,7 +317,7 @@ def test_min_tokens(server: Server, tiny_fim: Path) -> None:
 
 
 def test_unsupported_fields_are_refused(server: Server) -> None:
-    for field, value in (("grammar_lazy", True), ("chat_parser", "peg")):
+    for field, value in (("chat_format", 3), ("chat_parser", "peg")):
         status, _, body = server.request(
             "POST", "/completion", {"prompt": PROMPT, "n_predict": 1, field: value}
         )
@@ -330,8 +330,44 @@ def test_unsupported_fields_are_refused(server: Server) -> None:
     assert (status, body["error"]["param"]) == (400, "post_sampling_probs")
     # their "off" values are fine
     status, _, _ = server.request("POST", "/completion", {"prompt": PROMPT, "n_predict": 1,
-                                                           "grammar_lazy": False})  # fmt: skip
+                                                           "chat_format": None})  # fmt: skip
     assert status == 200
+
+
+def test_lazy_grammar_fields(server: Server, tiny_fim: Path) -> None:
+    """/completion's grammar_lazy, grammar_triggers and preserved_tokens, as llama-server
+    reads them: a lazy grammar waits for its trigger (one that never comes leaves the
+    reply free), a one-token trigger word must be preserved, preserved special tokens
+    show as text; a trigger type llama.cpp does not know (it asserts) is a 400."""
+    body = {"prompt": PROMPT, "n_predict": 6, "samplers": ["top_k"], "top_k": 1}
+    free = server.request("POST", "/completion", body)[2]["content"]
+    grammar = 'root ::= "zzz" [a-z]*'
+    strict = server.request("POST", "/completion", {**body, "grammar": grammar})[2]
+    assert strict["content"].startswith("zzz")
+    never = [{"type": 2, "value": "Q{9}W{9}"}]  # a pattern the reply does not hold
+    lazy = {**body, "grammar": grammar, "grammar_lazy": True, "grammar_triggers": never}
+    status, _, out = server.request("POST", "/completion", lazy)
+    assert status == 200, out
+    assert out["content"] == free != strict["content"]
+    with LlamaModel.load(tiny_fim, vocab_only=True) as model:
+        bos = model.token_bos  # a control token: no text unless shown
+        piece = model.token_to_piece(bos, special=True).decode()
+    forced = {**body, "logit_bias": [[bos, 100]], "n_predict": 1}
+    assert server.request("POST", "/completion", forced)[2]["content"] == ""
+    shown = server.request("POST", "/completion", {**forced, "preserved_tokens": [piece]})[2]
+    assert shown["content"] == piece
+    for extra, message in (
+        ({"grammar_lazy": True}, "no triggers set for lazy grammar"),
+        ({"grammar_triggers": [{"type": 1, "value": piece}]}, "marked as preserved token"),
+        ({"grammar_triggers": [{"type": 9, "value": "x"}]}, "0 to 3"),
+        ({"grammar_triggers": [{"type": 0, "value": "x", "token": -1}]}, "token id below"),
+        ({"preserved_tokens": [1]}, "array of strings"),
+    ):
+        status, _, out = server.request("POST", "/completion", {**body, "grammar": grammar,
+                                                                **extra})  # fmt: skip
+        assert status == 400, extra
+        assert message in out["error"]["message"]
+    assert server.request("POST", "/completion", body)[2]["content"] == free
 
 
 def test_fields_keep_llama_servers_limits(server: Server) -> None:

@@ -162,6 +162,10 @@ NATIVE_COMPLETION: dict[str, tuple[type, ...]] = {
     "post_sampling_probs": _BOOL + _NULL,
     # [{"role", "delimiter"}]: where messages start, for checkpoints at user messages
     "message_delimiters": _LIST + _NULL,
+    # a lazy grammar (server/lazy_grammar.py)
+    "grammar_lazy": _BOOL + _NULL,
+    "grammar_triggers": _LIST + _NULL,
+    "preserved_tokens": _LIST + _NULL,
 }
 
 #: llama.cpp's /infill

@@ -18,6 +18,7 @@ from llama_cy.grammar import json_schema_to_grammar
 from llama_cy.server import respond, schema
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, lora_request
+from llama_cy.server.lazy_grammar import lazy_grammar
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import (
     chat_messages,
@@ -301,6 +302,9 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     settings = sampling(server, body)
     if "json_schema" in body and "grammar" not in body:
         settings["grammar"] = json_schema_to_grammar(body["json_schema"])
+    grammar, preserved = lazy_grammar(server.model, settings.get("grammar"), body)
+    if grammar is not None:
+        settings["grammar"] = grammar
     n_probs = body.get("n_probs", 0)
     if n_probs < 0:
         raise ApiError(400, "n_probs must be >= 0", param="n_probs")
@@ -322,6 +326,7 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         job,
         post_sampling_probs=bool(body.get("post_sampling_probs")),
         message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
+        preserved=preserved,
     )
     return with_text_limits(job, body, server)
 
