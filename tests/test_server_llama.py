@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import re
 import socket
@@ -115,6 +116,32 @@ def test_every_flag_of_llama_server_is_known(llama_cpp_source: Path) -> None:
     assert subcommands is not None
     serve: Any = subcommands._group_actions[0].choices
     assert sorted(theirs - set(serve["serve"]._option_string_actions)) == []
+
+
+def test_request_limits_are_server_schemas(llama_cpp_source: Path) -> None:
+    """schema.LIMITS is server-schema.cpp's table of field limits (n_cmpl's is -np's, read
+    where the server knows it; the #if 0 part is compiled out there)."""
+    from llama_cy.server.schema import LIMITS
+
+    path = llama_cpp_source / "tools" / "server" / "server-schema.cpp"
+    if not path.is_file():
+        pytest.skip("needs llama.cpp's tools/server/server-schema.cpp")
+    source = re.sub(r"#if 0.*?#endif", "", path.read_text(), flags=re.S)
+    source = re.sub(r"//[^\n]*", "", source)  # commented out: t_max_prompt_ms, typical_p's
+    bound = {"INT32_MAX": 2**31 - 1, "std::numeric_limits<int64_t>::max()": 2**63 - 1,
+             "std::numeric_limits<float>::infinity()": math.inf,
+             "-std::numeric_limits<float>::max()": -math.inf}  # fmt: skip
+    theirs = {}
+    for name, kind, lo, hi in re.findall(
+        r'field_num\("([\w.]+)"[^;]*?->set_(hard_limits|limits)\(([^,]+), ([^)]+\)?)\)', source
+    ):
+        if name != "n_cmpl":
+            value = [bound.get(x.strip(), None) for x in (lo, hi)]
+            lo_hi = [v if v is not None else float(x.rstrip("f")) for v, x in zip(value, (lo, hi))]
+            theirs[name] = (*lo_hi, kind == "hard_limits")
+    assert len(theirs) > 15
+    ours = {k: v for k, v in LIMITS.items() if k not in ("max_completion_tokens", "max_tokens")}
+    assert ours == theirs
 
 
 def test_flag_values_reach_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
