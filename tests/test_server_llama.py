@@ -136,8 +136,8 @@ def test_request_limits_are_server_schemas(llama_cpp_source: Path) -> None:
         r'field_num\("([\w.]+)"[^;]*?->set_(hard_limits|limits)\(([^,]+), ([^)]+\)?)\)', source
     ):
         if name != "n_cmpl":
-            value = [bound.get(x.strip(), None) for x in (lo, hi)]
-            lo_hi = [v if v is not None else float(x.rstrip("f")) for v, x in zip(value, (lo, hi))]
+            ends = [x.strip() for x in (lo, hi)]
+            lo_hi = [bound[x] if x in bound else float(x.rstrip("f")) for x in ends]
             theirs[name] = (*lo_hi, kind == "hard_limits")
     assert len(theirs) > 15
     ours = {k: v for k, v in LIMITS.items() if k not in ("max_completion_tokens", "max_tokens")}
