@@ -458,3 +458,30 @@ def test_a_python_chat_format_gives_chat_logprobs(tiny_model_path: Path) -> None
     shaped = [c["choices"][0]["logprobs"] for c in chunks if c["choices"][0]["logprobs"]]
     assert shaped
     assert all("content" in lp for lp in shaped)
+
+
+def test_suppress_stdout_stderr() -> None:
+    """llama_cpp._utils.suppress_stdout_stderr, which programs import: disable=False
+    silences file descriptors 1 and 2 for the block (C-level output included) and gives
+    them back; its default, disable=True, does nothing, as in llama-cpp-python."""
+    code = """
+import os, sys
+from llama_cpp._utils import Singleton, suppress_stdout_stderr
+print("before", flush=True)
+with suppress_stdout_stderr(disable=False):
+    print("hidden-print")
+    os.write(1, b"hidden-fd1\\n")
+    os.write(2, b"hidden-fd2\\n")
+with suppress_stdout_stderr():
+    print("default-shows", flush=True)
+print("after", flush=True)
+os.write(2, b"stderr-after\\n")
+class One(Singleton):
+    pass
+print(One() is One())
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["before", "default-shows", "after", "True"]
+    assert "hidden" not in result.stderr
+    assert "stderr-after" in result.stderr
