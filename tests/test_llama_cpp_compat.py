@@ -485,3 +485,28 @@ print(One() is One())
     assert result.stdout.split() == ["before", "default-shows", "after", "True"]
     assert "hidden" not in result.stderr
     assert "stderr-after" in result.stderr
+
+
+def test_logger_set_verbose(tiny_model_path: Path) -> None:
+    """llama_cpp._logger, which programs import: set_verbose(True) shows llama.cpp's log
+    (its model-loading lines) on stderr, set_verbose(False) keeps all but errors off; its
+    llama_log_callback is a ctypes callback that llama_log_set takes."""
+    code = """
+import ctypes, sys
+import llama_cpp
+from llama_cpp._logger import llama_log_callback, logger, set_verbose
+set_verbose(False)
+sys.stderr.write("--quiet--\\n")
+llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False).close()
+set_verbose(True)
+sys.stderr.write("--verbose--\\n")
+llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False).close()
+llama_cpp.llama_log_set(llama_log_callback, ctypes.c_void_p(0))
+print(logger.name)
+"""
+    result = run_python(code, str(tiny_model_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    quiet, verbose = result.stderr.split("--quiet--")[1].split("--verbose--")
+    assert "llama_model_loader" not in quiet
+    assert "llama_model_loader" in verbose
+    assert result.stdout.strip() == "llama-cpp-python"
