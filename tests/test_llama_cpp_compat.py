@@ -495,18 +495,18 @@ def test_logger_set_verbose(tiny_model_path: Path) -> None:
 import ctypes, sys
 import llama_cpp
 from llama_cpp._logger import llama_log_callback, logger, set_verbose
-set_verbose(False)
-sys.stderr.write("--quiet--\\n")
-llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False).close()
 set_verbose(True)
 sys.stderr.write("--verbose--\\n")
+llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False).close()
+set_verbose(False)  # after True: the same log goes quiet again
+sys.stderr.write("--quiet--\\n")
 llama_cpp.Llama(sys.argv[1], n_ctx=64, verbose=False).close()
 llama_cpp.llama_log_set(llama_log_callback, ctypes.c_void_p(0))
 print(logger.name)
 """
     result = run_python(code, str(tiny_model_path))
     assert result.returncode == 0, result.stderr[-3000:]
-    quiet, verbose = result.stderr.split("--quiet--")[1].split("--verbose--")
+    verbose, quiet = result.stderr.split("--verbose--")[1].split("--quiet--")
     assert "llama_model_loader" not in quiet
     assert "llama_model_loader" in verbose
     assert result.stdout.strip() == "llama-cpp-python"

@@ -19,7 +19,7 @@ from typing import Any
 from llama_cy.flags import add_flags, llama_server_argv
 from llama_cy.flags.presets import expand_presets
 
-__all__ = ["expand_presets", "main", "parser"]
+__all__ = ["expand_presets", "main", "parse", "parser"]
 
 
 def _positionals_info(p: argparse.ArgumentParser) -> None:
@@ -108,17 +108,24 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """``llama-cy ARGV`` parsed (serve's llama-server spellings and presets expanded);
+    ``args.argv`` is what the subcommand was given, for the flags refused when given."""
+    argv = list(argv)
+    if argv[:1] == ["serve"]:
+        argv = ["serve", *expand_presets(llama_server_argv(argv[1:]))]
+    args = parser().parse_args(argv)
+    args.argv = argv[1:]
+    return args
+
+
 def main(argv: Sequence[str] | None = None, *, adjust: Callable[[Any], Any] | None = None) -> int:
     """The ``llama-cy`` command. ``adjust`` (Python only) changes the ServerSettings that
     ``serve``'s flags give (``python -m llama_cpp.server``'s chat handlers and request
     defaults, which no flag sets)."""
     from llama_cy.errors import LlamaError
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["serve"]:
-        argv = ["serve", *expand_presets(llama_server_argv(argv[1:]))]
-    args = parser().parse_args(argv)
-    args.argv = argv[1:]  # what was given, for the flags refused when given
+    args = parse(sys.argv[1:] if argv is None else argv)
     command = importlib.import_module(f"llama_cy.cli.{args.module}")
     try:
         if adjust is not None:

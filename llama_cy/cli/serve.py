@@ -182,28 +182,19 @@ def asgi_app(argv: Sequence[str], adjust: Adjust | None = None) -> Starlette:
     ``--port`` and the TLS flags belong to that server and are not read here. One model
     (``-m`` or ``-hf``): the router mode, and the flags that print and exit, need
     ``llama-cy serve``. ``adjust`` changes the settings the flags give."""
-    from llama_cy.cli import parser
-    from llama_cy.cli.serve_settings import settings_from_args
-    from llama_cy.flags.presets import expand_presets
+    from llama_cy.cli import parse
     from llama_cy.server.app import create_app
-    from llama_cy.server.settings import fit, load_model
+    from llama_cy.server.settings import load_model
 
-    given = expand_presets(llama_server_argv(list(argv)))
-    args = parser().parse_args(["serve", *given])
-    args.argv = given
-    check_flags(args, given)
+    args = parse(["serve", *argv])
+    check_flags(args, args.argv)
     for flag in ("version", "list_devices", "completion_bash", "cache_list"):
         if getattr(args, flag):
             raise ValueError(f"--{flag.replace('_', '-')} prints and exits: llama-cy serve")
-    _server_log(args)
-    if args.numa:
-        from llama_cy._backend import numa_init
-
-        numa_init(args.numa)
+    _configure(args)
     if fetch_models(args, "serve") is not None or args.model is None:
         raise ValueError("no model (-m): the router mode needs llama-cy serve")
-    settings = settings_from_args(args, model_path(args.model))
-    settings = fit(settings if adjust is None else adjust(settings))
+    settings = _settings(args, model_path(args.model), adjust)
     model = load_model(settings, None)
     try:
         return create_app(model, settings, static_path=args.path, owns_model=True)
@@ -212,11 +203,27 @@ def asgi_app(argv: Sequence[str], adjust: Adjust | None = None) -> Starlette:
         raise
 
 
+def _configure(args: argparse.Namespace) -> None:
+    """What the flags set for the whole process: the log, and NUMA."""
+    _server_log(args)
+    if args.numa:
+        from llama_cy._backend import numa_init
+
+        numa_init(args.numa)
+
+
+def _settings(args: argparse.Namespace, path: str, adjust: Adjust | None) -> ServerSettings:
+    """The server's settings: the flags', changed by ``adjust``, then fitted (-fit)."""
+    from llama_cy.cli.serve_settings import settings_from_args
+    from llama_cy.server.settings import fit
+
+    settings = settings_from_args(args, path)
+    return fit(settings if adjust is None else adjust(settings))
+
+
 def main(args: argparse.Namespace, adjust: Adjust | None = None) -> int:
     """``llama-cy serve``; ``adjust`` (Python only) changes the settings the flags give."""
-    from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve
-    from llama_cy.server.settings import fit
 
     check_flags(args, args.argv)
     missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
@@ -238,11 +245,7 @@ def main(args: argparse.Namespace, adjust: Adjust | None = None) -> int:
 
         print(bash_completion(), end="")
         return 0
-    _server_log(args)
-    if args.numa:
-        from llama_cy._backend import numa_init
-
-        numa_init(args.numa)
+    _configure(args)
     if args.cache_list:
         from llama_cy.hf_cache import list_cached_models
 
@@ -261,8 +264,7 @@ def main(args: argparse.Namespace, adjust: Adjust | None = None) -> int:
             raise ValueError("adjusted settings serve one model (-m), not the router mode")
         return _router(args)
     path = model_path(args.model)
-    settings = settings_from_args(args, path)
-    settings = fit(settings if adjust is None else adjust(settings))
+    settings = _settings(args, path, adjust)
     set_priority(args)
     serve(
         settings,

@@ -190,8 +190,7 @@ class Server:
             max_queue=settings.max_queue,
             queue_timeout=settings.queue_timeout,
             context_shift=settings.context_shift,
-            # llama-server keeps --keep tokens after BOS.
-            n_keep=settings.keep + int(model.add_bos),
+            # --keep reaches each job (requests.with_generation_fields), a request's n_keep too
             slot_prompt_similarity=settings.slot_prompt_similarity,
             warmup=settings.warmup,
             loras=self.loras,

@@ -165,15 +165,7 @@ def n_choices(server: Server, body: Mapping[str, Any]) -> int:
     """llama-server's ``n_cmpl`` (or its alias ``n``): completions per prompt, between 1
     and the server's slots (they run side by side)."""
     name = "n_cmpl" if body.get("n_cmpl") is not None else "n"
-    n = body.get(name, 1)
-    if not 1 <= n <= server.settings.n_parallel:
-        raise ApiError(
-            400,
-            f"Field '{name}': Value must be between 1 <= value <= "
-            f"{server.settings.n_parallel}, but got {n}",
-            param=name,
-        )
-    return int(n)
+    return int(schema.limited(name, body.get(name, 1), 1, server.settings.n_parallel))
 
 
 def choice(job: Job, j: int) -> Job:
@@ -185,7 +177,7 @@ def choice(job: Job, j: int) -> Job:
     return replace(job, params=replace(job.params, seed=(seed + j) % 2**32))
 
 
-def with_text_limits(job: Job, body: Mapping[str, Any], server: Server) -> Job:
+def with_generation_fields(job: Job, body: Mapping[str, Any], server: Server) -> Job:
     """``job`` with the request's llama-server fields that end or shift its text:
     ``n_indent`` and ``t_max_predict_ms`` (0 or less: off), ``n_keep`` (the server's
     ``--keep`` where it gives none) and ``n_discard``."""
@@ -212,7 +204,7 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
     msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
     job = await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
     job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
-    return with_text_limits(job, body, server)
+    return with_generation_fields(job, body, server)
 
 
 def chat_parser(job: Job, body: Mapping[str, Any]) -> ChatParser:

@@ -27,6 +27,7 @@ __all__ = [
     "UNSUPPORTED",
     "ApiError",
     "check",
+    "limited",
     "parse",
     "refuse_unsupported",
 ]
@@ -284,11 +285,13 @@ LIMITS: dict[str, tuple[float, float, bool]] = {
 ALIASES = (("n_predict", "max_completion_tokens", "max_tokens"),)
 
 
-def _limited(name: str, value: Any) -> Any:
-    lo, hi, hard = LIMITS[name]
+def limited(name: str, value: Any, lo: float, hi: float, hard: bool = True) -> Any:
+    """``value`` of field ``name`` within [lo, hi], as server-schema.cpp's field_num: a
+    hard limit refuses it in llama-server's words (std::to_string of the field's C
+    type), a soft one clamps it. Not a number: left to the type check."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or lo <= value <= hi:
         return value
-    if hard:  # its words: std::to_string of the field's C type
+    if hard:
 
         def shown(x: float) -> str:
             return f"{x:.6f}" if isinstance(lo, float) else str(int(x))
@@ -326,5 +329,5 @@ def check(
             out[name] = value
     skipped = {n for names in ALIASES for n in [n for n in names if n in out][1:]}
     for name in LIMITS.keys() & out.keys() - skipped:
-        out[name] = _limited(name, out[name])
+        out[name] = limited(name, out[name], *LIMITS[name])
     return out

@@ -33,7 +33,6 @@ from starlette.routing import Route
 from .serve_args import (
     MODEL_SETTINGS,
     SERVER_SETTINGS,
-    chat_handler,
     serve_argv,
     settings_argv,
 )
@@ -76,7 +75,6 @@ class Swapper:
                 raise ValueError("each model of a config file needs a model path")
             model = {**model, "model_alias": alias}
             serve_argv(server, model)  # checked here, at start, for every model
-            chat_handler(server, model)
             by_alias[alias] = ["-m", "llama_cpp.server", *settings_argv(server, model)]
         swapper = cls(by_alias, server.get("api_key"))
         atexit.register(swapper.stop)  # an app whose lifespan never ends leaves no child

@@ -28,7 +28,7 @@ from llama_cy.server.requests import (
     render_kwargs,
     sampling,
     stop,
-    with_text_limits,
+    with_generation_fields,
 )
 from llama_cy.server.schema import ApiError
 
@@ -328,7 +328,7 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
         message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
         preserved=preserved,
     )
-    return with_text_limits(job, body, server)
+    return with_generation_fields(job, body, server)
 
 
 def slot_file(folder: str, name: str) -> str:

@@ -24,7 +24,7 @@ from llama_cy.server.requests import (
     read_body,
     sampling,
     stop,
-    with_text_limits,
+    with_generation_fields,
 )
 from llama_cy.server.schema import ApiError
 
@@ -90,7 +90,7 @@ def routes(server: Server) -> list[RouteSpec]:
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
                     **sampling(server, body),
                 )
-                job = choice(with_text_limits(job, body, server), j)
+                job = choice(with_generation_fields(job, body, server), j)
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
                     server.model_id,
