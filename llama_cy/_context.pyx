@@ -8,6 +8,8 @@ released) instead of corrupting it.
 
 import logging
 import os
+import struct
+import threading
 
 cimport cython
 
@@ -95,6 +97,62 @@ cdef cbool _abort_callback(void *data) noexcept nogil:
 
 
 _log = logging.getLogger("llama_cy")
+
+# llama-context.cpp's io_magic: the head that llama_state_seq_set_data expects before a
+# sequence's state (a sequence file holds the state without it).
+cdef uint32_t _SEQ_IO_MAGIC = 0xaf143cd8
+
+
+def _read_state_file(path, uint32_t magic, uint32_t version, size_t capacity, size_t head):
+    """A session or sequence file read whole and checked before llama.cpp sees it:
+    ``(tokens, buf)``, the state in ``buf`` after ``head`` free bytes. llama.cpp's own
+    file loaders read past the end of a truncated file unchecked and then abort
+    (``GGML_ASSERT(nread <= state_size)``); from a buffer, a short state is an error."""
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise StateError(f"state file not found: {p!r}")
+    with open(p, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        header = f.read(12)
+        if len(header) < 12:
+            raise StateError(f"not a llama.cpp state file: {size} bytes, shorter than its header")
+        got_magic, got_version, n_tokens = struct.unpack("=III", header)
+        if got_magic != magic or got_version != version:
+            raise StateError(
+                f"not a state file of this llama.cpp: magic {got_magic:08x} version {got_version}"
+                f" (expected {magic:08x} version {version})")
+        if n_tokens > capacity:
+            raise StateError(f"the file holds {n_tokens} tokens, more than the context's {capacity}")
+        n_state = size - 12 - 4 * n_tokens
+        if n_state <= 0:
+            raise StateError(f"the file is truncated: {size} bytes cannot hold {n_tokens} tokens and a state")
+        tokens = np.frombuffer(f.read(4 * n_tokens), dtype=np.int32).copy()
+        buf = bytearray(head + n_state)
+        if f.readinto(memoryview(buf)[head:]) != n_state:
+            raise StateError("the file changed while it was read")
+    return tokens, buf
+
+
+def _save_atomically(path, save):
+    """``save(target)`` writes the file under a temporary name in the same folder, then
+    it is renamed into place: a save that fails (a full disk) leaves no partial file
+    under ``path``. A path that is not a regular file (a device, a pipe) is written
+    directly."""
+    p = os.fsdecode(os.fspath(path))
+    if os.path.exists(p) and not os.path.isfile(p):
+        return save(p)
+    folder, name = os.path.split(p)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        out = save(tmp)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return out
 
 
 cdef int _check_threads(str name, n) except -1:
@@ -1001,36 +1059,41 @@ cdef class LlamaContext(ViewOwner):
         return n
 
     def state_save_file(self, path, tokens=()):
-        """Save the state and the tokens it holds to a session file."""
+        """Save the state and the tokens it holds to a session file (written under a
+        temporary name and renamed into place, so a failed save leaves no partial
+        file)."""
         self._ensure_weights()
-        cdef const int32_t[::1] toks = self.model._token_array(tokens)
-        cdef bytes bpath = os.fsencode(path)
-        self._lock_acquire()
-        try:
-            ok = c.llama_state_save_file(self.ptr, bpath, &toks[0] if toks.shape[0] else NULL, toks.shape[0])
-        finally:
-            self._lock_release()
-        if not ok:
-            raise StateError(f"failed to save state to {os.fspath(path)!r}")
+        checked = self.model._token_array(tokens)
+
+        def save(target):
+            cdef const int32_t[::1] toks = checked
+            cdef bytes bpath = os.fsencode(target)
+            cdef cbool ok
+            self._lock_acquire()
+            try:
+                ok = c.llama_state_save_file(self.ptr, bpath, &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+            finally:
+                self._lock_release()
+            if not ok:
+                raise StateError(f"failed to save state to {os.fspath(path)!r}")
+
+        _save_atomically(path, save)
 
     def state_load_file(self, path):
-        """Load a session file; returns the tokens saved with it."""
+        """Load a session file; returns the tokens saved with it. The file is checked
+        first (header, token count, size): a short or foreign file is a
+        :class:`StateError`, and the cache is left empty."""
         self._ensure_weights()
-        if not os.path.isfile(path):
-            raise StateError(f"state file not found: {os.fspath(path)!r}")
-        out = np.empty(self.n_ctx, dtype=np.int32)
-        cdef int32_t[::1] view = out
-        cdef size_t n = 0
-        cdef bytes bpath = os.fsencode(path)
-        self._lock_acquire()
+        tokens, buf = _read_state_file(path, c.LLAMA_SESSION_MAGIC, c.LLAMA_SESSION_VERSION, self.n_ctx, 0)
         try:
-            ok = c.llama_state_load_file(self.ptr, bpath, &view[0], self.n_ctx, &n)
-        finally:
-            self._lock_release()
-        if not ok:
-            raise StateError(f"failed to load state from {os.fspath(path)!r}")
-        self._n_outputs = 0
-        return out[:n].copy()
+            n = self.state_set_data(buf)
+        except StateError:
+            self.clear()
+            raise
+        if n != len(buf):
+            self.clear()
+            raise StateError(f"the file holds {len(buf) - n} bytes after its state")
+        return tokens
 
     def state_seq_get_data(self, int seq_id, uint32_t flags=0):
         """The state of one sequence as bytes. ``flags`` are llama.cpp's
@@ -1072,37 +1135,53 @@ cdef class LlamaContext(ViewOwner):
         return n
 
     def state_seq_save_file(self, path, int seq_id, tokens=()):
+        """Save one sequence's state and ``tokens`` to a file (written under a temporary
+        name and renamed into place); returns the bytes written."""
         self._ensure_weights()
         self._check_seq(seq_id, False)
-        cdef const int32_t[::1] toks = self.model._token_array(tokens)
-        cdef bytes bpath = os.fsencode(path)
+        checked = self.model._token_array(tokens)
+
+        def save(target):
+            cdef const int32_t[::1] toks = checked
+            cdef bytes bpath = os.fsencode(target)
+            cdef size_t n
+            self._lock_acquire()
+            try:
+                n = c.llama_state_seq_save_file(self.ptr, bpath, seq_id,
+                                                &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+            finally:
+                self._lock_release()
+            if n == 0:
+                raise StateError(f"failed to save sequence {seq_id} to {os.fspath(path)!r}")
+            return n
+
+        return _save_atomically(path, save)
+
+    def state_seq_load_file(self, path, int seq_id):
+        """Load a sequence file into ``seq_id``; returns the tokens saved with it. The
+        file is checked first (header, token count, size) and its state read from
+        memory: a short, foreign or oversized file is a :class:`StateError`, and
+        ``seq_id`` is left empty."""
+        self._ensure_weights()
+        self._check_seq(seq_id, False)
+        tokens, buf = _read_state_file(
+            path, c.LLAMA_STATE_SEQ_MAGIC, c.LLAMA_STATE_SEQ_VERSION, self.n_ctx, 8)
+        struct.pack_into("=Ii", buf, 0, _SEQ_IO_MAGIC, seq_id)
+        cdef const uint8_t[::1] src = buf
+        cdef size_t n
         self._lock_acquire()
         try:
-            n = c.llama_state_seq_save_file(self.ptr, bpath, seq_id,
-                                            &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+            n = c.llama_state_seq_set_data_ext(self.ptr, &src[0], src.shape[0], seq_id, 0)
+            if n != <size_t>src.shape[0]:  # a state cut short leaves cells half-restored
+                c.llama_memory_seq_rm(self.mem, seq_id, -1, -1)
         finally:
             self._lock_release()
         if n == 0:
-            raise StateError(f"failed to save sequence {seq_id} to {os.fspath(path)!r}")
-        return n
-
-    def state_seq_load_file(self, path, int seq_id):
-        self._ensure_weights()
-        self._check_seq(seq_id, False)
-        if not os.path.isfile(path):
-            raise StateError(f"state file not found: {os.fspath(path)!r}")
-        out = np.empty(self.n_ctx, dtype=np.int32)
-        cdef int32_t[::1] view = out
-        cdef size_t n = 0
-        cdef bytes bpath = os.fsencode(path)
-        self._lock_acquire()
-        try:
-            r = c.llama_state_seq_load_file(self.ptr, bpath, seq_id, &view[0], self.n_ctx, &n)
-        finally:
-            self._lock_release()
-        if r == 0:
-            raise StateError(f"failed to load sequence state from {os.fspath(path)!r}")
-        return out[:n].copy()
+            raise StateError("the file's state does not fit this context "
+                             "(truncated, or from another model or context size)")
+        if n != <size_t>src.shape[0]:
+            raise StateError(f"the file holds {src.shape[0] - n} bytes after its state")
+        return tokens
 
     # ---- adapters ---------------------------------------------------------------------
 

@@ -141,6 +141,69 @@ class Server:
         self.close()
 
 
+_PROBE = """
+import json, sys, threading, time, urllib.request
+url, stop = sys.argv[1], threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+latencies, failures = [], []
+while not stop.is_set():
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            if r.status != 200:
+                failures.append(f"status {r.status}")
+    except OSError as exc:
+        failures.append(repr(exc))
+    latencies.append(time.perf_counter() - t0)
+    stop.wait(0.02)
+print(json.dumps({"latencies": latencies, "failures": failures}))
+"""
+
+
+class HealthProbe:
+    """``GET /health`` every 20 ms from a process of its own (the test's own work, such
+    as parsing a large answer, would delay a thread) while the block runs: ``worst`` is
+    the slowest answer (seconds), which says how long the server's event loop was held.
+    Every probe must answer 200."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.latencies: list[float] = []
+        self._proc: subprocess.Popen[str] | None = None
+
+    @property
+    def worst(self) -> float:
+        return max(self.latencies, default=0.0)
+
+    def __enter__(self) -> HealthProbe:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _PROBE, self.server.url + "/health"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.3)  # it starts, and probes a few times before the request
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._proc is not None
+        time.sleep(0.1)
+        out, _ = self._proc.communicate(timeout=60)
+        report = json.loads(out)
+        self.latencies = report["latencies"]
+        assert len(self.latencies) > 3, report
+        assert not report["failures"], report["failures"]
+
+
+def rss_bytes(pid: int) -> int:
+    """The resident set of process ``pid`` (Linux)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
 def sse_events(lines: Sequence[bytes]) -> list[Any]:
     """The JSON payloads of ``data:`` lines (``[DONE]`` as the string)."""
     out = []

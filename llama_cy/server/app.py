@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
 import time
@@ -32,8 +31,9 @@ from llama_cy._model import LlamaModel
 from llama_cy._server_tools import ServerTools
 from llama_cy.errors import ContextOverflowError, KVCacheFullError
 from llama_cy.server import ui, vertex
-from llama_cy.server.core import Endpoint, Server, start_tools
+from llama_cy.server.core import Endpoint, RouteSpec, Server, start_tools
 from llama_cy.server.engine import QueueFullError
+from llama_cy.server.gate import UI_PATHS, Gate
 from llama_cy.server.router import Router, RouterError
 from llama_cy.server.routes import (
     anthropic,
@@ -52,13 +52,22 @@ from llama_cy.server.routes import router as router_routes
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import ServerSettings
 
-__all__ = ["Server", "create_app", "create_router_app", "routes", "wrap"]
+__all__ = [
+    "Server",
+    "create_app",
+    "create_router_app",
+    "public_paths",
+    "route_table",
+    "routes",
+    "wrap",
+]
 
 _log = logging.getLogger("llama_cy.server")
 
 
-def routes(server: Server) -> list[Route]:
-    table = (
+def route_table(server: Server) -> list[RouteSpec]:
+    """Every route of the API modules (path, endpoint, methods, public)."""
+    return (
         openai.routes(server)
         + llama_server.routes(server)
         + embeddings.routes(server)
@@ -71,18 +80,31 @@ def routes(server: Server) -> list[Route]:
         + streams.routes(server)
         + transcriptions.routes(server)
     )
+
+
+def routes(server: Server) -> list[Route]:
+    """The routes of :func:`route_table` under ``--api-prefix``, each through
+    :func:`wrap`."""
     prefix = server.settings.api_prefix
-    return [Route(prefix + p, wrap(server, fn, public), methods=m) for p, fn, m, public in table]
+    return [Route(prefix + p, wrap(server, fn), methods=m) for p, fn, m, _ in route_table(server)]
 
 
-def wrap(server: Server, fn: Endpoint, public: bool) -> Endpoint:
-    """Authorization, waking a sleeping server, and every error as an OpenAI-shaped
-    response."""
+def public_paths(table: list[RouteSpec], prefix: str) -> set[str]:
+    """The paths answered without the API key: the table's public routes and the web
+    page (llama-server's public endpoints)."""
+    return (
+        {prefix + p for p, _, _, public in table if public}
+        | {prefix + p for p in UI_PATHS}
+        | {prefix or "/"}
+    )
+
+
+def wrap(server: Server, fn: Endpoint) -> Endpoint:
+    """Waking a sleeping server, and every error as an OpenAI-shaped response (the API
+    key is the app's :class:`~llama_cy.server.gate.Gate`'s)."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            if not public:
-                _authorize(server.settings, request)
             if _keeps_sleeping(request, server.settings.api_prefix):
                 return await fn(request)
             server.active += 1
@@ -147,11 +169,9 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
             if front.tools is not None:
                 await asyncio.to_thread(front.tools.close)
 
-    def guarded(fn: Endpoint, public: bool) -> Endpoint:
+    def guarded(fn: Endpoint) -> Endpoint:
         async def endpoint(request: Request) -> Response:
             try:
-                if not public:
-                    _authorize(settings, request)
                 return await fn(request)
             except ApiError as exc:
                 return exc.response()
@@ -172,9 +192,9 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
         + server_tools.routes(front)
         + proxy.routes(front)
     )
-    mounted = [Route(prefix + p, guarded(fn, public), methods=m) for p, fn, m, public in table]
+    mounted = [Route(prefix + p, guarded(fn), methods=m) for p, fn, m, _ in table]
     app = Starlette(routes=mounted, lifespan=lifespan)
-    app.add_middleware(Cors, settings=settings)
+    _add_gate(app, settings, public_paths(table, prefix))
     app.state.router = router
     app.state.tools = front.tools
     return app
@@ -188,18 +208,11 @@ class RouterFront:
     tools: ServerTools | None
 
 
-def _authorize(settings: ServerSettings, request: Request) -> None:
-    keys = settings.api_keys
-    if not keys:
-        return
-    given = request.headers.get("authorization", "")
-    token = (
-        given[7:] if given.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
-    )
-    # Every key is compared, so the time taken says nothing about which one matched.
-    matches = [hmac.compare_digest(token.encode(), k.encode()) for k in keys]
-    if not any(matches):
-        raise ApiError(401, "Invalid API Key", "authentication_error")
+def _add_gate(app: Starlette, settings: ServerSettings, public: set[str]) -> None:
+    # Before routing, so that static files, unknown routes and wrong methods need the
+    # key too (llama-server's pre-routing check); CORS goes on outside it.
+    app.add_middleware(Gate, keys=settings.api_keys, public=frozenset(public))
+    app.add_middleware(Cors, settings=settings)
 
 
 def create_app(
@@ -230,8 +243,12 @@ def create_app(
             server.streams.close()
             await asyncio.to_thread(server.close)
 
-    mounted: list[BaseRoute] = list(routes(server))
     prefix = settings.api_prefix
+    table = route_table(server)
+    public = public_paths(table, prefix)
+    mounted: list[BaseRoute] = [
+        Route(prefix + p, wrap(server, fn), methods=m) for p, fn, m, _ in table
+    ]
     if settings.ui and static_path:
         mounted.append(Mount(prefix or "/", StaticFiles(directory=static_path, html=True)))
     elif settings.ui:
@@ -241,14 +258,15 @@ def create_app(
         posts = [r.path for r in mounted if isinstance(r, Route) and "POST" in (r.methods or ())]
         predict = vertex.predict_endpoint(app, posts)
         route = os.environ.get("AIP_PREDICT_ROUTE", "/predict")
-        app.router.routes.append(Route(route, wrap(server, predict, False), methods=["POST"]))
+        app.router.routes.append(Route(route, wrap(server, predict), methods=["POST"]))
         health_route = os.environ.get("AIP_HEALTH_ROUTE")
         if health_route:
             health = next(
                 r for r in mounted if isinstance(r, Route) and r.path == prefix + "/health"
             )
             app.router.routes.append(Route(health_route, health.endpoint, methods=["GET"]))
-    app.add_middleware(Cors, settings=settings)
+            public.add(health_route)
+    _add_gate(app, settings, public)
     app.state.server = server
     return app
 

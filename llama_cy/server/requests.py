@@ -15,7 +15,7 @@ from llama_cy.chat import ChatParser
 from llama_cy.generation import Job
 from llama_cy.sampling import MinTokensLogitsProcessor
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
-from llama_cy.server import schema
+from llama_cy.server import schema, worker
 from llama_cy.server.core import Server
 from llama_cy.server.inputs import logit_bias, lora_request, messages
 from llama_cy.server.schema import ApiError
@@ -54,7 +54,7 @@ async def read_body(
     """The request's checked fields, with ``defaults`` for those it does not give (a
     null it gives stays unset). The ``model`` field names any model: one is served (as
     llama-server, which answers whatever name is asked)."""
-    raw = schema.parse(await request.body())
+    raw = await worker.read_json(request)
     if isinstance(raw, dict):
         schema.refuse_unsupported(raw, fields)
     body = schema.check(raw, fields, required)
@@ -156,7 +156,7 @@ async def read_converted_chat(
 ) -> dict[str, Any]:
     """A body in another API's shape (Anthropic's, the Responses API's), converted by
     ``convert`` to an OpenAI chat body, and checked as one."""
-    chat = convert(schema.parse(await request.body()))
+    chat = convert(await worker.read_json(request))
     schema.refuse_unsupported(chat)
     return schema.check(chat, schema.CHAT, ("messages",))
 

@@ -22,6 +22,7 @@ from llama_cy.completion import CompletionChunk, join_chunks
 from llama_cy.errors import LlamaError
 from llama_cy.generation import Job
 from llama_cy.openai_shapes import Shaper
+from llama_cy.server import worker
 from llama_cy.server.core import Server
 from llama_cy.server.engine import Engine, Task
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
@@ -110,6 +111,7 @@ async def run(
             shapers,
             done_marker,
             body.get("sse_ping_interval", server.settings.sse_ping_interval),
+            heavy=max((job.n_logprobs or 0) for job, _ in jobs) > _HEAVY_PROBS,
         )
         return StreamingResponse(
             events if session is None else server.streams.tee(session, events),
@@ -129,20 +131,36 @@ async def run(
             engine.cancel(task)
         if session is not None:  # an answer in one piece leaves no session behind
             server.streams.evict(session)
-    out = []
-    for (job, shaper), task, chunks in zip(jobs, tasks, done, strict=True):
-        shaper.slot = task.slot
-        whole = join_chunks(chunks)
-        shaped = shaper.whole(whole)
-        if verbose_view and verbose(server, body):
-            # llama-server's debugging extra: the request as /completion shows it.
-            view = LlamaServerShaper(server, job, body, index=shaper.index)
-            view.slot = task.slot
-            shaped["__verbose"] = view.whole(whole)
-        out.append(shaped)
-    if combine is not None:
-        return JSONResponse(combine(out))
-    return JSONResponse(out[0] if len(out) == 1 else out)
+
+    def answer() -> Any:
+        out = []
+        for (job, shaper), task, chunks in zip(jobs, tasks, done, strict=True):
+            shaper.slot = task.slot
+            whole = join_chunks(chunks)
+            shaped = shaper.whole(whole)
+            if verbose_view and verbose(server, body):
+                # llama-server's debugging extra: the request as /completion shows it.
+                view = LlamaServerShaper(server, job, body, index=shaper.index)
+                view.slot = task.slot
+                shaped["__verbose"] = view.whole(whole)
+            out.append(shaped)
+        if combine is not None:
+            return combine(out)
+        return out[0] if len(out) == 1 else out
+
+    # Log-probabilities can make an answer of many megabytes (top_logprobs up to the
+    # vocabulary): such an answer is shaped and encoded off the event loop.
+    n_probs = max((job.n_logprobs or 0) for job, _ in jobs)
+    if sum(len(c) for c in done) * (1 + n_probs) <= _LARGE_ANSWER:
+        return JSONResponse(answer())
+    encoded = await worker.run(lambda: worker.dumps(answer()))
+    return Response(encoded, media_type="application/json")
+
+
+#: Chunks times (1 + top log-probabilities) above which an answer is built off the loop.
+_LARGE_ANSWER = 20_000
+#: Top log-probabilities per token above which each streamed chunk is built off the loop.
+_HEAVY_PROBS = 1_000
 
 
 async def _events(
@@ -152,7 +170,16 @@ async def _events(
     shapers: list[Shaper],
     done_marker: bool,
     ping: float,
+    *,
+    heavy: bool = False,
 ) -> AsyncIterator[str]:
+    """The server-sent events of ``tasks``; ``heavy``: each chunk carries so many
+    log-probabilities that its events are built off the event loop."""
+
+    def events_of(shaper: Shaper, chunk: CompletionChunk) -> list[str]:
+        named = shaper.sse_event_names
+        return [sse(d, d["type"] if named else None) for d in shaper.chunk(chunk)]
+
     watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
     try:
         async for i, chunk in _merge(engine, tasks, ping if ping > 0 else None):
@@ -161,9 +188,10 @@ async def _events(
                 continue
             shaper = shapers[i]
             shaper.slot = tasks[i].slot
-            named = shaper.sse_event_names
-            for d in shaper.chunk(chunk):
-                yield sse(d, d["type"] if named else None)
+            for event in (
+                await worker.run(events_of, shaper, chunk) if heavy else events_of(shaper, chunk)
+            ):
+                yield event
         if done_marker:
             yield "data: [DONE]\n\n"
     except GoneError:

@@ -28,6 +28,7 @@ __all__ = [
     "ApiError",
     "check",
     "limited",
+    "no_constant",
     "parse",
     "refuse_unsupported",
 ]
@@ -239,14 +240,14 @@ class ApiError(Exception):
 def parse(raw: bytes) -> Any:
     """The request's JSON; 400 if it is not JSON."""
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        return json.loads(raw, parse_constant=no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise ApiError(400, "the request body nests too deeply") from None
 
 
-def _no_constant(name: str) -> Any:
+def no_constant(name: str) -> Any:
     # Python's json takes NaN and Infinity; JSON (and llama-server) does not, and a NaN
     # temperature or bias has no meaning.
     raise ValueError(f"{name} is not a JSON value")

@@ -5,13 +5,19 @@ well as to its client, and goes on when the client leaves, until it ends or a
 from byte N and follows it live; ``POST /v1/streams/lookup`` tells the state of the
 sessions whose ids the caller names. One session per conversation id: a new request
 cancels the one before. A session keeps its last 4 MiB, and is dropped 5 minutes after
-it ends."""
+it ends.
+
+Beyond llama-server, for hostile clients: a reader is handed the session's bytes
+:data:`READ_CHUNK` at a time (a reader that reads nothing holds one chunk, not a copy of
+the whole buffer), a session takes at most :data:`MAX_READERS` readers, and a lookup
+finds each id's sessions through an index, not a scan of them all."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -19,6 +25,8 @@ from starlette.requests import Request
 
 __all__ = [
     "MAX_BYTES",
+    "MAX_READERS",
+    "READ_CHUNK",
     "TTL_SECONDS",
     "ConvModels",
     "StreamSession",
@@ -28,6 +36,8 @@ __all__ = [
 
 MAX_BYTES = 4 * 1024 * 1024  #: STREAM_SESSION_MAX_BYTES: the bytes a session keeps
 TTL_SECONDS = 300  #: STREAM_SESSION_TTL_SECONDS: how long an ended session is kept
+MAX_READERS = 16  #: readers one session serves at once (llama-server: no limit)
+READ_CHUNK = 64 * 1024  #: the most bytes a reader is handed at a time
 
 
 def conversation_id(request: Request) -> str:
@@ -47,6 +57,7 @@ class StreamSession:
         self.cancelled = asyncio.Event()  #: a stop, or a newer request on the conversation
         self._buffer = bytearray()
         self._changed = asyncio.Event()
+        self._readers: weakref.WeakSet[AsyncIterator[bytes]] = weakref.WeakSet()
 
     @property
     def done(self) -> bool:
@@ -80,12 +91,25 @@ class StreamSession:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def read(self, offset: int) -> AsyncIterator[bytes]:
+    @property
+    def readers(self) -> int:
+        """The readers that :meth:`read` has handed out and that are still alive."""
+        return len(self._readers)
+
+    def read(self, offset: int) -> AsyncIterator[bytes]:
         """The bytes from ``offset`` on, as they come, until the session ends (or the
-        reader falls behind what is kept: then it stops)."""
+        reader falls behind what is kept: then it stops). A reader counts from this
+        call until it is gone, begun or not."""
+        reader = self._read(offset)
+        self._readers.add(reader)
+        return reader
+
+    async def _read(self, offset: int) -> AsyncIterator[bytes]:
         while offset >= self.dropped:
             if offset < self.total:
-                chunk = bytes(self._buffer[offset - self.dropped :])
+                start = offset - self.dropped
+                with memoryview(self._buffer) as view:  # released before the buffer moves
+                    chunk = view[start : start + READ_CHUNK].tobytes()
                 offset += len(chunk)
                 yield chunk
                 continue
@@ -108,19 +132,48 @@ class StreamSessions:
 
     def __init__(self) -> None:
         self._sessions: dict[str, StreamSession] = {}
+        #: id -> the keys "<id>::<model>..." of its sessions (a dict keeps their order)
+        self._variants: dict[str, dict[str, None]] = {}
         self._pumps: set[asyncio.Task[None]] = set()
+
+    def _bases(self, key: str) -> list[str]:
+        """The ids whose lookup finds ``key`` besides itself: each prefix before a
+        ``::``."""
+        out, at = [], key.find("::")
+        while at != -1:
+            out.append(key[:at])
+            at = key.find("::", at + 1)
+        return out
+
+    def _add(self, key: str, session: StreamSession) -> None:
+        if key not in self._sessions:
+            for base in self._bases(key):
+                self._variants.setdefault(base, {})[key] = None
+        self._sessions[key] = session
+
+    def _drop(self, key: str) -> StreamSession | None:
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            for base in self._bases(key):
+                variants = self._variants.get(base)
+                if variants is not None:
+                    variants.pop(key, None)
+                    if not variants:
+                        del self._variants[base]
+        return session
 
     def _sweep(self) -> None:
         cutoff = time.time() - TTL_SECONDS
         for key, s in list(self._sessions.items()):
             if s.done and s.completed_at <= cutoff:
-                del self._sessions[key]
+                self._drop(key)
 
     def create(self, conversation_id: str) -> StreamSession:
         """A new session for the conversation; the one it had is cancelled."""
         self._sweep()
         previous = self._sessions.get(conversation_id)
-        session = self._sessions[conversation_id] = StreamSession(conversation_id)
+        session = StreamSession(conversation_id)
+        self._add(conversation_id, session)
         if previous is not None:
             previous.cancel()
         return session
@@ -132,23 +185,24 @@ class StreamSessions:
     def lookup(self, ids: Iterable[str]) -> list[dict[str, Any]]:
         """The sessions of ``ids``: each id's own, and those of ``<id>::<model>``."""
         self._sweep()
-        return [
-            s.state()
-            for rid in ids
-            for key, s in self._sessions.items()
-            if key == rid or key.startswith(rid + "::")
-        ]
+        out = []
+        for rid in ids:
+            exact = self._sessions.get(rid)
+            if exact is not None:
+                out.append(exact.state())
+            out += [self._sessions[key].state() for key in self._variants.get(rid, ())]
+        return out
 
     def evict(self, session: StreamSession) -> None:
         """Drop ``session`` (if it is still its conversation's)."""
         if self._sessions.get(session.conversation_id) is session:
-            del self._sessions[session.conversation_id]
+            self._drop(session.conversation_id)
         session.finish()
 
     def stop(self, conversation_id: str) -> None:
         """DELETE /v1/stream: cancel the conversation's generation and drop its session
         (nothing to do for one it does not hold)."""
-        session = self._sessions.pop(conversation_id, None)
+        session = self._drop(conversation_id)
         if session is not None:
             session.cancel()
 
@@ -191,6 +245,7 @@ class StreamSessions:
         for s in self._sessions.values():
             s.finish()
         self._sessions.clear()
+        self._variants.clear()
 
 
 class ConvModels:

@@ -16,6 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message
 
+from llama_cy.server import worker
+from llama_cy.server.schema import ApiError
+
 __all__ = ["enabled", "format_name", "port", "predict_endpoint"]
 
 _MAX_INSTANCES = 128
@@ -95,9 +98,9 @@ def predict_endpoint(app: ASGIApp, paths: list[str]) -> Any:
 
     async def predict(request: Request) -> Response:
         try:
-            data = json.loads(await request.body())
-        except ValueError as exc:
-            return JSONResponse(_error(f"the request body is not valid JSON: {exc}"), 400)
+            data = await worker.read_json(request)
+        except ApiError as exc:
+            return JSONResponse(_error(exc.message), 400)
         if not isinstance(data, dict) or not isinstance(data.get("instances"), list):
             return JSONResponse(
                 _error("the request body must include an array field named instances"), 400

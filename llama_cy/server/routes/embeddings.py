@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from llama_cy.embedding import Embedder
-from llama_cy.server import schema
+from llama_cy.server import schema, worker
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, is_int, prompt_parts
 from llama_cy.server.requests import read_body
@@ -47,7 +47,7 @@ def routes(server: Server) -> list[RouteSpec]:
             # Pooled: one normalized vector; pooling none: the raw row of every token.
             rows = [normalize(v, norm)] if pooled else list(v)
             data.append({"index": i, "embedding": [r.tolist() for r in rows]})
-        return JSONResponse(data)
+        return await worker.json_response(data, large=_large(vectors))
 
     async def openai(request: Request) -> Response:
         emb = embedder()
@@ -81,7 +81,8 @@ def routes(server: Server) -> list[RouteSpec]:
         n = sum(len(t) for t in inputs)
         usage = {"prompt_tokens": n, "total_tokens": n}
         model = body.get("model", server.model_id)
-        return JSONResponse({"model": model, "object": "list", "usage": usage, "data": data})
+        answer = {"model": model, "object": "list", "usage": usage, "data": data}
+        return await worker.json_response(answer, large=_large(vectors))
 
     async def rerank(request: Request) -> Response:
         emb = embedder()
@@ -171,3 +172,8 @@ def normalize(v: npt.NDArray[np.float32], norm: int) -> npt.NDArray[np.float32]:
         s = float((np.abs(v) ** norm).sum() ** (1.0 / norm))
     out: npt.NDArray[np.float32] = (v / s if s > 0 else v * 0.0).astype(np.float32)
     return out
+
+
+def _large(vectors: Any) -> bool:
+    # Many floats encode for long enough to hold the event loop: off it, in pieces.
+    return sum(getattr(v, "size", 0) for v in vectors) > 100_000

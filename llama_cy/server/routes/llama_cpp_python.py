@@ -6,10 +6,12 @@ without the space SentencePiece puts after a leading BOS."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from llama_cy.server import schema
+from llama_cy.server import schema, worker
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import is_int
 from llama_cy.server.schema import ApiError
@@ -20,27 +22,39 @@ __all__ = ["routes"]
 # (llama-cpp-python picks its default too).
 _TOKENIZE = {"input": (str,), "model": (str, type(None))}
 _DETOKENIZE = {"tokens": (list,), "model": (str, type(None))}
+#: Texts and token lists longer than this are handled off the event loop.
+_LARGE = 32 * 1024
 
 
 def routes(server: Server) -> list[RouteSpec]:
     post = ["POST"]
 
-    async def tokens_of(request: Request) -> list[int]:
-        body = schema.check(schema.parse(await request.body()), _TOKENIZE, ("input",))
+    def tokenized(text: str) -> list[int]:
         tokens: list[int] = server.model.tokenize(
-            body["input"], add_special=True, parse_special=True
+            text, add_special=True, parse_special=True
         ).tolist()
         return tokens
 
+    async def tokens_of(request: Request) -> list[int]:
+        body = schema.check(await worker.read_json(request), _TOKENIZE, ("input",))
+        text = body["input"]
+        return await worker.run(tokenized, text) if len(text) > _LARGE else tokenized(text)
+
     async def tokenize(request: Request) -> Response:
-        return JSONResponse({"tokens": await tokens_of(request)})
+        tokens = await tokens_of(request)
+        return await worker.json_response({"tokens": tokens}, large=len(tokens) > _LARGE)
 
     async def count(request: Request) -> Response:
         return JSONResponse({"count": len(await tokens_of(request))})
 
     async def detokenize(request: Request) -> Response:
-        body = schema.check(schema.parse(await request.body()), _DETOKENIZE, ("tokens",))
+        body = schema.check(await worker.read_json(request), _DETOKENIZE, ("tokens",))
         tokens = body["tokens"]
+        if len(tokens) > _LARGE:
+            return JSONResponse({"text": await worker.run(detokenized, tokens)})
+        return JSONResponse({"text": detokenized(tokens)})
+
+    def detokenized(tokens: list[Any]) -> str:
         if not all(is_int(t) for t in tokens):
             raise ApiError(400, "'tokens' must be an array of integers", param="tokens")
         if tokens:
@@ -54,7 +68,7 @@ def routes(server: Server) -> list[RouteSpec]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:  # llama-cpp-python fails too (a 500 there)
             raise ApiError(400, "these tokens are not whole UTF-8 text", param="tokens") from None
-        return JSONResponse({"text": text})
+        return text
 
     return [
         ("/extras/tokenize", tokenize, post, False),

@@ -13,9 +13,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from llama_cy.errors import StateError
 from llama_cy.generation import Job, KVSequence
 from llama_cy.grammar import json_schema_to_grammar
-from llama_cy.server import respond, schema
+from llama_cy.server import respond, schema, worker
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.inputs import input_prompts, lora_request
 from llama_cy.server.lazy_grammar import lazy_grammar
@@ -101,37 +102,28 @@ def routes(server: Server) -> list[RouteSpec]:
             "parse_special": (bool,),
             "with_pieces": (bool,),
         }
-        body = schema.check(schema.parse(await request.body()), fields, ("content",))
-        model = server.model
-        tokens = model.tokenize(
-            body["content"],
-            add_special=body.get("add_special", False),
-            parse_special=body.get("parse_special", True),
-        ).tolist()
-        if not body.get("with_pieces"):
-            return JSONResponse({"tokens": tokens})
-        out = []
-        for t in tokens:
-            raw = model.token_to_piece(t, special=True)
-            try:
-                piece: Any = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                piece = list(raw)
-            out.append({"id": t, "piece": piece})
-        return JSONResponse({"tokens": out})
+        body = schema.check(await worker.read_json(request), fields, ("content",))
+        # A long text's tokens (and pieces) are built and encoded off the event loop.
+        large = len(body["content"]) > _LARGE_TEXT
+        answer = await worker.run(_tokenize, server, body) if large else _tokenize(server, body)
+        return await worker.json_response(answer, large=large)
 
     async def detokenize(request: Request) -> Response:
-        body = schema.check(schema.parse(await request.body()), {"tokens": (list,)}, ("tokens",))
+        body = schema.check(await worker.read_json(request), {"tokens": (list,)}, ("tokens",))
         tokens = body["tokens"]
+        if len(tokens) > _LARGE_TEXT:
+            return JSONResponse({"content": await worker.run(detokenized, tokens)})
+        return JSONResponse({"content": detokenized(tokens)})
+
+    def detokenized(tokens: list[Any]) -> str:
         if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
             raise ApiError(400, "'tokens' must be an array of integers", param="tokens")
         if tokens:
             server.preparer.tokens(tokens)  # range check
-        text = server.model.detokenize(tokens, unparse_special=True)
-        return JSONResponse({"content": text})
+        return server.model.detokenize(tokens, unparse_special=True)
 
     async def apply_template(request: Request) -> Response:
-        body = schema.check(schema.parse(await request.body()), schema.CHAT, ("messages",))
+        body = schema.check(await worker.read_json(request), schema.CHAT, ("messages",))
         marked, _ = await asyncio.to_thread(
             server.preparer.split_media, chat_messages(server, body["messages"])
         )
@@ -185,7 +177,7 @@ def routes(server: Server) -> list[RouteSpec]:
         else:
             assert folder is not None
             body = schema.check(
-                schema.parse(await request.body()), {"filename": (str,)}, ("filename",)
+                await worker.read_json(request), {"filename": (str,)}, ("filename",)
             )
             path = slot_file(folder, body["filename"])
             work = partial(_save if action == "save" else _restore, server, path)
@@ -208,7 +200,7 @@ def routes(server: Server) -> list[RouteSpec]:
         )
 
     async def set_lora_adapters(request: Request) -> Response:
-        body = schema.parse(await request.body())
+        body = await worker.read_json(request)
         if not isinstance(body, list):
             raise ApiError(400, "the request body must be an array of {id, scale}")
         # Like llama-server: adapters not named go to scale 0; running requests keep
@@ -223,7 +215,7 @@ def routes(server: Server) -> list[RouteSpec]:
                 "this server does not change properties: start it with --props",
                 "not_supported_error",
             )
-        body = schema.parse(await request.body())
+        body = await worker.read_json(request)
         if not isinstance(body, dict):
             raise ApiError(400, "the request body must be a JSON object")
         if body:  # as in llama-server, no property can be changed yet: say so
@@ -331,6 +323,34 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     return with_generation_fields(job, body, server)
 
 
+#: A /tokenize text (a /detokenize list) longer than this is handled off the event loop.
+_LARGE_TEXT = 32 * 1024
+
+
+def _tokenize(server: Server, body: dict[str, Any]) -> dict[str, Any]:
+    model = server.model
+    tokens = model.tokenize(
+        body["content"],
+        add_special=body.get("add_special", False),
+        parse_special=body.get("parse_special", True),
+    ).tolist()
+    if not body.get("with_pieces"):
+        return {"tokens": tokens}
+    pieces: dict[int, Any] = {}  # a vocabulary's worth at most, however long the text
+    out = []
+    for t in tokens:
+        piece = pieces.get(t)
+        if piece is None:
+            raw = model.token_to_piece(t, special=True)
+            try:
+                piece = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                piece = list(raw)
+            pieces[t] = piece
+        out.append({"id": t, "piece": piece})
+    return {"tokens": out}
+
+
 def slot_file(folder: str, name: str) -> str:
     """``name`` in ``folder``, refused unless it is a plain file name (llama.cpp's
     ``fs_validate_filename``: no separators, no ``..``, nothing hidden or special)."""
@@ -355,7 +375,10 @@ def _save(server: Server, path: str, slot: KVSequence) -> dict[str, Any]:
         raise ApiError(
             501, "saving a slot that holds images or audio is not supported", "not_supported_error"
         )
-    n_bytes = slot.ctx.state_seq_save_file(path, slot.id, tokens)
+    try:  # written under a temporary name: a failed save leaves no partial file
+        n_bytes = slot.ctx.state_seq_save_file(path, slot.id, tokens)
+    except (StateError, OSError):
+        raise ApiError(500, "Unable to save slot", "server_error") from None
     ms = (time.perf_counter() - t0) * 1e3
     return {
         "filename": os.path.basename(path),
@@ -371,17 +394,22 @@ def _restore(server: Server, path: str, slot: KVSequence) -> dict[str, Any]:
     t0 = time.perf_counter()
     slot.release()
     try:
-        tokens = slot.ctx.state_seq_load_file(path, slot.id).tolist()
-    except Exception as exc:
+        # The file is checked before llama.cpp reads it (a short one aborts llama-server).
+        tokens = slot.ctx.state_seq_load_file(path, slot.id)
+    except StateError as exc:
         slot.forget()
-        raise ApiError(400, f"cannot restore the slot from that file: {exc}") from None
-    n_ctx = server.generating().n_ctx_slot
-    if len(tokens) > n_ctx:
+        # Without the path: the slot folder is the server's business.
+        raise ApiError(400, f"Unable to restore slot: {str(exc).replace(path, '<file>')}") from None
+    # llama-server's checks of what it restored, in its words
+    problem = None
+    if len(tokens) > server.generating().n_ctx_slot:
+        problem = "Restored prompt does not fit in the slot context"
+    elif len(tokens) and (tokens.min() < 0 or tokens.max() >= server.model.n_vocab):
+        problem = "Invalid tokens in slot save file"
+    if problem is not None:
         slot.forget()
-        raise ApiError(
-            400, f"the saved slot holds {len(tokens)} tokens, more than a slot's {n_ctx}"
-        )
-    slot.restored(tokens)
+        raise ApiError(400, f"Unable to restore slot: {problem}")
+    slot.restored(tokens.tolist())
     ms = (time.perf_counter() - t0) * 1e3
     return {
         "filename": os.path.basename(path),

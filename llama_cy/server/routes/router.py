@@ -20,11 +20,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from llama_cy._backend import LLAMA_CPP_BUILD
 from llama_cy.download import DownloadError, hf_plan
+from llama_cy.server import worker
 from llama_cy.server.child import CHILD_ADDR
 from llama_cy.server.core import RouteSpec
 from llama_cy.server.router import Model, Router, RouterError
 from llama_cy.server.routes.streams import conv_id_of, lookup_ids
-from llama_cy.server.schema import ApiError, parse
+from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import ServerSettings
 from llama_cy.server.stream_sessions import ConvModels, conversation_id
 
@@ -73,7 +74,8 @@ _DROP_REQUEST = frozenset(
 _DROP_RESPONSE = frozenset(
     {"server", "date", "transfer-encoding", "content-length", "keep-alive", "connection"}
 )
-_MULTIPART_MODEL = re.compile(rb'name="model"\r\n(?:[^\r\n]*\r\n)*\r\n([^\r\n]*)\r\n')
+_FIELD_NAME = re.compile(rb'(?:^|[;\s])name="model"(?:$|[;\s])', re.MULTILINE)
+_BOUNDARY = re.compile(r'boundary="?([^";]+)"?')
 
 
 def _validate(router: Router, name: str, autoload: bool) -> Model:
@@ -92,14 +94,40 @@ def _autoload(request: Request, default: bool) -> bool:
     return default if not value else value in ("true", "1")
 
 
-def _model_of(request: Request, body: bytes) -> str:
+async def _model_of(request: Request, body: bytes) -> str:
     """The ``"model"`` of a JSON body, or of a multipart form (a transcription)."""
-    if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        m = _MULTIPART_MODEL.search(body)
-        return m.group(1).decode("utf-8", "replace") if m else ""
-    value = parse(body) if body else {}
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        return _multipart_model(body, content_type)
+    value = await worker.parse(body) if body else {}
     name = value.get("model", "") if isinstance(value, dict) else ""
     return name if isinstance(name, str) else ""
+
+
+def _multipart_model(body: bytes, content_type: str) -> str:
+    """The form's ``model`` field, found part by part with forward-only ``find``s: one
+    pass over the body, however many parts or headers it holds (a regex over repeated
+    headers was quadratic, and this runs on the event loop)."""
+    m = _BOUNDARY.search(content_type)
+    if m is None:
+        return ""
+    delimiter = b"--" + m.group(1).strip().encode("latin-1", "replace")
+    pos = body.find(delimiter)
+    while pos != -1:
+        start = pos + len(delimiter)
+        if body.startswith(b"--", start):  # the closing delimiter
+            return ""
+        head_end = body.find(b"\r\n\r\n", start)
+        if head_end == -1:
+            return ""
+        end = body.find(b"\r\n" + delimiter, head_end + 4)
+        if end == -1:
+            return ""
+        for line in body[start:head_end].split(b"\r\n"):
+            if line.lower().startswith(b"content-disposition:") and _FIELD_NAME.search(line):
+                return body[head_end + 4 : end].decode("utf-8", "replace")
+        pos = end + 2
+    return ""
 
 
 async def _read_head(reader: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
@@ -159,11 +187,7 @@ async def forward(
 
     try:
         reader, writer = await asyncio.open_connection(CHILD_ADDR, m.port)
-        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        lines = [f"{request.method} {path} HTTP/1.1", f"Host: {CHILD_ADDR}:{m.port}"]
-        lines += [f"{k}: {v}" for k, v in request.headers.items() if k not in _DROP_REQUEST]
-        lines += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
-        writer.write("\r\n".join(lines).encode("latin-1") + body)
+        writer.write(_request_head(request, m.port, len(body)) + body)
         await writer.drain()
         status, raw_headers = await _read_head(reader)
     except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
@@ -187,6 +211,25 @@ async def forward(
             release()
 
     return StreamingResponse(relay(), status_code=status, headers=kept)
+
+
+def _request_head(request: Request, port: int, n_body: int) -> bytes:
+    """The forwarded request's head, from the bytes the client sent: the path as it
+    came (not decoded, so any character passes as it does through llama-server), and
+    the headers but the hop-by-hop ones."""
+    scope = request.scope
+    target = scope.get("raw_path") or scope["path"].encode("utf-8")
+    if scope.get("query_string"):
+        target += b"?" + scope["query_string"]
+    lines = [b"%s %s HTTP/1.1" % (request.method.encode("latin-1"), target)]
+    lines.append(f"Host: {CHILD_ADDR}:{port}".encode("latin-1"))
+    lines += [
+        k + b": " + v
+        for k, v in scope["headers"]
+        if k.lower().decode("latin-1") not in _DROP_REQUEST
+    ]
+    lines += [b"Content-Length: %d" % n_body, b"Connection: close", b"", b""]
+    return b"\r\n".join(lines)
 
 
 def download_plan(name: str, token: str) -> None:
@@ -214,7 +257,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
     async def proxy_post(request: Request) -> Response:
         body = await request.body()
         load = _autoload(request, autoload)
-        m = _validate(router, _model_of(request, body), load)
+        m = _validate(router, await _model_of(request, body), load)
         # a resumable stream's conversation: which child holds it, kept before the load
         # so that a stop during the load cancels this request
         conv = conversation_id(request)
@@ -252,7 +295,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         return await forward(router, m, request, b"", False)
 
     async def stream_lookup(request: Request) -> Response:
-        ids = lookup_ids(await request.body())
+        ids = await lookup_ids(await request.body())
         if isinstance(ids, Response):  # not JSON: llama-server's router answers []
             return JSONResponse([])
         per_child: dict[int, list[str]] = {}
@@ -265,7 +308,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
                                        {"conversation_ids": owned})  # fmt: skip
             if isinstance(answer, list):
                 found += [entry for entry in answer if isinstance(entry, dict)]
-        return JSONResponse(found)
+        return await worker.json_response(found, large=len(found) > 1000)
 
     async def stream_delete(request: Request) -> Response:
         conv = conv_id_of(request)
@@ -301,7 +344,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         return JSONResponse({"data": data, "object": "list"})
 
     async def load(request: Request) -> Response:
-        name = _name(parse(await request.body()))
+        name = _name(await worker.read_json(request))
         m = router.get(name)
         if m is None:
             raise ApiError(404, "model is not found", "not_found_error")
@@ -311,7 +354,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         return JSONResponse({"success": True})
 
     async def unload(request: Request) -> Response:
-        name = _name(parse(await request.body()))
+        name = _name(await worker.read_json(request))
         m = router.get(name)
         if m is None:
             raise ApiError(400, "model is not found")
@@ -336,7 +379,7 @@ def routes(router: Router, settings: ServerSettings, autoload: bool) -> list[Rou
         return StreamingResponse(stream(), media_type="text/event-stream")
 
     async def download(request: Request) -> Response:
-        name = _name(parse(await request.body()))
+        name = _name(await worker.read_json(request))
         if not name:
             raise ApiError(400, "model must be a non-empty string")
         try:

@@ -6,15 +6,16 @@ slashes."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from llama_cy.server import worker
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.schema import ApiError
+from llama_cy.server.stream_sessions import MAX_READERS
 
 __all__ = ["conv_id_of", "lookup_ids", "routes"]
 
@@ -28,14 +29,15 @@ def conv_id_of(request: Request) -> str:
     return conv
 
 
-def lookup_ids(body: bytes) -> list[str] | Response:
+async def lookup_ids(body: bytes) -> list[str] | Response:
     """The ``conversation_ids`` of a lookup body (non-empty strings), or the 400 that
     llama-server gives a body that is not JSON."""
     try:
-        value: Any = json.loads(body)
-    except ValueError as exc:
+        value: Any = await worker.parse(body)
+    except ApiError as exc:
+        reason = exc.message.removeprefix("the request body is not valid JSON: ")
         return JSONResponse(
-            {"error": {"message": f"invalid body: {exc}", "type": "invalid_request_error"}},
+            {"error": {"message": f"invalid body: {reason}", "type": "invalid_request_error"}},
             status_code=400,
         )
     ids = value.get("conversation_ids") if isinstance(value, dict) else None
@@ -58,13 +60,16 @@ def routes(server: Server) -> list[RouteSpec]:
             offset = int(m.group(2)) if m.group(1) != "-" else 1 << 64
         if offset < session.dropped:
             raise ApiError(400, "Stream offset lost, please restart")
+        if session.readers >= MAX_READERS:
+            raise ApiError(429, f"the stream has {MAX_READERS} readers already", "rate_limit_error")
         return StreamingResponse(session.read(offset), media_type="text/event-stream")
 
     async def stream_lookup(request: Request) -> Response:
-        ids = lookup_ids(await request.body())
+        ids = await lookup_ids(await request.body())
         if isinstance(ids, Response):
             return ids
-        return JSONResponse(streams.lookup(ids))
+        found = await worker.run(streams.lookup, ids) if len(ids) > 1000 else streams.lookup(ids)
+        return await worker.json_response(found, large=len(found) > 1000)
 
     async def stream_delete(request: Request) -> Response:
         streams.stop(conv_id_of(request))  # idempotent: 204 either way

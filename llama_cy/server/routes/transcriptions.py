@@ -23,7 +23,7 @@ from starlette.responses import Response
 from llama_cy.chat import ChatParser
 from llama_cy.completion import Completion, CompletionChunk
 from llama_cy.openai_shapes import Shaper
-from llama_cy.server import respond, schema
+from llama_cy.server import respond, schema, worker
 from llama_cy.server.core import RouteSpec, Server
 from llama_cy.server.requests import chat_parser, prepare_chat
 from llama_cy.server.schema import ApiError
@@ -59,10 +59,15 @@ async def read_form(request: Request) -> tuple[dict[str, Any], dict[str, tuple[s
     raw = await request.body()
     kind = request.headers.get("content-type", "")
     if not kind.lower().startswith("multipart/form-data"):
-        parsed = schema.parse(raw)
+        parsed = await worker.parse(raw)
         if not isinstance(parsed, dict):
             raise ApiError(400, "the request body must be a JSON object or a multipart form")
         return parsed, {}
+    # The email parser is Python: a large form would hold the event loop.
+    return await worker.run(_form, kind, raw)
+
+
+def _form(kind: str, raw: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, bytes]]]:
     message = BytesParser(policy=HTTP).parsebytes(
         b"Content-Type: " + kind.encode("latin-1") + b"\r\n\r\n" + raw
     )
