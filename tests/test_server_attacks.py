@@ -257,6 +257,16 @@ LOOP_CASES: dict[str, tuple[str, str, Any, tuple[int, ...]]] = {
     ),
     "detokenize": ("POST", "/detokenize", {"tokens": [300] * 1_000_000}, (200,)),
     "extras_tokenize": ("POST", "/extras/tokenize", {"input": "hello world, " * 300_000}, (200,)),
+    "logit_bias_of_texts": (
+        "POST",
+        "/v1/chat/completions",
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 2,
+            "logit_bias": [["hello there", 0.5]] * 200_000,
+        },
+        (200,),
+    ),
     "json_of_many_values": ("POST", "/completion", _big_ints(2_000_000), (400,)),
     "lookup": (
         "POST",

@@ -201,8 +201,12 @@ def chat_messages(server: Server, value: list[Any], *, allow_empty: bool = False
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
     """A checked chat body's job (``Preparer.chat`` in a worker thread: rendering,
     tokenizing and compiling a grammar never block the event loop)."""
-    msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
-    job = await asyncio.to_thread(server.preparer.chat, msgs, **chat_kwargs(server, body))
+
+    def prepare() -> Job:  # the messages and settings too: a logit_bias can be long
+        msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
+        return server.preparer.chat(msgs, **chat_kwargs(server, body))
+
+    job = await asyncio.to_thread(prepare)
     job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
     return with_generation_fields(job, body, server)
 

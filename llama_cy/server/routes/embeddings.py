@@ -5,6 +5,7 @@ TEI's shapes). They run on the server's embedding context (``--embeddings``, or
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -38,7 +39,7 @@ def routes(server: Server) -> list[RouteSpec]:
     async def native(request: Request) -> Response:
         emb = embedder()
         body = await read_body(server, request, schema.EMBEDDINGS)
-        inputs = _inputs(server, emb, body)
+        inputs = await asyncio.to_thread(_inputs, server, emb, body)
         norm = body.get("embd_normalize", server.settings.embd_normalize)
         pooled = emb.ctx.pooling_type != "none"
         vectors = await server.embed(inputs, False)
@@ -65,7 +66,7 @@ def routes(server: Server) -> list[RouteSpec]:
             raise ApiError(
                 400, "encoding_format must be 'float' or 'base64'", param="encoding_format"
             )
-        inputs = _inputs(server, emb, body)
+        inputs = await asyncio.to_thread(_inputs, server, emb, body)
         vectors = await server.embed(inputs, False)
         norm = server.settings.embd_normalize
         data = []
@@ -99,7 +100,7 @@ def routes(server: Server) -> list[RouteSpec]:
         if not docs or not all(isinstance(d, str) for d in docs):
             raise ApiError(400, "'documents' must be a non-empty string array", param="documents")
         top_n = body.get("top_n", len(docs))
-        inputs = emb.rerank_inputs(body["query"], docs)
+        inputs = await asyncio.to_thread(emb.rerank_inputs, body["query"], docs)
         for tokens in inputs:
             _check_size(emb, tokens)
         scores = await server.embed(inputs, False)

@@ -78,18 +78,21 @@ def routes(server: Server) -> list[RouteSpec]:
         cmpl_id = f"cmpl-{uuid.uuid4().hex}"
         jobs: list[tuple[Job, Shaper]] = []
         n = n_choices(server, body)
+
+        def prepare(p: Any) -> Job:  # the settings too: a logit_bias can be long
+            return server.preparer.completion(
+                p,
+                suffix=suffix,
+                max_tokens=body.get("max_tokens"),
+                logprobs=body.get("logprobs"),
+                stop=stop(server, body),
+                media=getattr(p, "media", None),  # a multimodal_data prompt's images
+                **sampling(server, body),
+            )
+
         for p in prompts:
             for j in range(n):
-                job = await asyncio.to_thread(
-                    server.preparer.completion,
-                    p,
-                    suffix=suffix,
-                    max_tokens=body.get("max_tokens"),
-                    logprobs=body.get("logprobs"),
-                    stop=stop(server, body),
-                    media=getattr(p, "media", None),  # a multimodal_data prompt's images
-                    **sampling(server, body),
-                )
+                job = await asyncio.to_thread(prepare, p)
                 job = choice(with_generation_fields(job, body, server), j)
                 prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
                 shaper = CompletionShaper(
