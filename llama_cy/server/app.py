@@ -1,12 +1,13 @@
-"""The server's app: the route modules' routes mounted under ``--api-prefix``, the API
-key check, waking a sleeping server, every error as an OpenAI-shaped response, and
-llama-server's CORS.
+"""The server's app: the route modules' routes mounted under ``--api-prefix``, behind
+the :mod:`.gate` (API key, body cap) and llama-server's CORS; waking a sleeping server,
+and every error as an OpenAI-shaped response.
 
 The layers, each built only on those before it: :mod:`.core` (the :class:`Server`'s
-state), :mod:`.inputs` and :mod:`.requests` (reading requests), :mod:`.respond`
-(running and sending), :mod:`.routes` (one module per API: OpenAI's, its Responses
-API, Anthropic's, llama-server's own, llama-cpp-python's extras, embeddings,
-llama-server's agent tools, the CORS proxy, metrics), and this module.
+state), :mod:`.inputs` and :mod:`.requests` (reading requests), :mod:`.worker` (large
+JSON off the event loop), :mod:`.respond` (running and sending), :mod:`.routes` (one
+module per API: OpenAI's, its Responses API, Anthropic's, llama-server's own,
+llama-cpp-python's extras, embeddings, llama-server's agent tools, the CORS proxy,
+metrics), and this module.
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ __all__ = [
     "create_router_app",
     "public_paths",
     "route_table",
-    "routes",
     "wrap",
 ]
 
@@ -80,13 +80,6 @@ def route_table(server: Server) -> list[RouteSpec]:
         + streams.routes(server)
         + transcriptions.routes(server)
     )
-
-
-def routes(server: Server) -> list[Route]:
-    """The routes of :func:`route_table` under ``--api-prefix``, each through
-    :func:`wrap`."""
-    prefix = server.settings.api_prefix
-    return [Route(prefix + p, wrap(server, fn), methods=m) for p, fn, m, _ in route_table(server)]
 
 
 def public_paths(table: list[RouteSpec], prefix: str) -> set[str]:

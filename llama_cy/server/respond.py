@@ -178,7 +178,7 @@ async def _events(
 
     def events_of(shaper: Shaper, chunk: CompletionChunk) -> list[str]:
         named = shaper.sse_event_names
-        return [sse(d, d["type"] if named else None) for d in shaper.chunk(chunk)]
+        return [sse(d, d["type"] if named else None, pieces=heavy) for d in shaper.chunk(chunk)]
 
     watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
     try:
@@ -275,9 +275,13 @@ async def _next(it: AsyncIterator[CompletionChunk]) -> CompletionChunk | None:
         return None
 
 
-def sse(obj: Any, event: str | None = None) -> str:
-    """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events)."""
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+def sse(obj: Any, event: str | None = None, *, pieces: bool = False) -> str:
+    """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events);
+    ``pieces``: encoded in short C calls (:func:`worker.dumps`), for a large ``obj``."""
+    if pieces:
+        data = worker.dumps(obj, allow_nan=True).decode("utf-8")
+    else:
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n"
 
 

@@ -65,9 +65,14 @@ def _parse_large(raw: bytes) -> Any:
         raise schema.ApiError(400, "the request body nests too deeply") from None
 
 
-def _dumps(value: Any) -> str:
+def _strict(value: Any) -> str:
     # Starlette's JSONResponse settings
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _lenient(value: Any) -> str:
+    # server-sent events' (respond.sse): -inf log-probabilities pass as -Infinity
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _scalar(v: Any) -> bool:
@@ -90,17 +95,17 @@ def _flat(v: Any) -> bool:
     return _leaf(v)
 
 
-def _encode(value: Any, out: list[str]) -> None:
+def _encode(value: Any, out: list[str], encode_one: Callable[[Any], str]) -> None:
     if _flat(value):
-        out.append(_dumps(value))
+        out.append(encode_one(value))
     elif isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
-            out.append(_dumps(value))  # json's key conversions: rare, and kept exact
+            out.append(encode_one(value))  # json's key conversions: rare, and kept exact
             return
         out.append("{")
         for i, (k, v) in enumerate(value.items()):
-            out.append(("," if i else "") + _dumps(k) + ":")
-            _encode(v, out)
+            out.append(("," if i else "") + encode_one(k) + ":")
+            _encode(v, out, encode_one)
         out.append("}")
     elif isinstance(value, (list, tuple)):
         out.append("[")
@@ -112,20 +117,21 @@ def _encode(value: Any, out: list[str]) -> None:
                 j = i + 1
                 while j < n and j - i < _SLICE and _flat(value[j]):
                     j += 1
-                out.append(_dumps(value[i:j])[1:-1])
+                out.append(encode_one(value[i:j])[1:-1])
                 i = j
             else:
-                _encode(value[i], out)
+                _encode(value[i], out, encode_one)
                 i += 1
         out.append("]")
     else:
-        out.append(_dumps(value))
+        out.append(encode_one(value))
 
 
-def dumps(value: Any) -> bytes:
-    """``value`` as JSON bytes (what Starlette's JSONResponse sends), in short C calls."""
+def dumps(value: Any, *, allow_nan: bool = False) -> bytes:
+    """``value`` as JSON bytes (what Starlette's JSONResponse sends; with ``allow_nan``,
+    what ``json.dumps`` does), in short C calls."""
     out: list[str] = []
-    _encode(value, out)
+    _encode(value, out, _lenient if allow_nan else _strict)
     return "".join(out).encode("utf-8")
 
 
