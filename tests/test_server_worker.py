@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from llama_cy.server import worker
 from llama_cy.server.schema import ApiError
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+finite = st.floats(allow_nan=False, allow_infinity=False)
+scalars = st.none() | st.booleans() | st.integers() | finite | st.text()
 values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=80) | st.dictionaries(st.text(), inner, max_size=80),
@@ -45,7 +46,7 @@ def test_dumps_of_large_shapes() -> None:
         "": {},
     }
     assert worker.dumps(answer) == reference(answer)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON compliant"):
         worker.dumps({"logprob": [-math.inf] * 2000})  # as Starlette's JSONResponse
     lenient = {"logprob": [-math.inf] * 2000}
     assert worker.dumps(lenient, allow_nan=True) == reference(lenient, allow_nan=True)
