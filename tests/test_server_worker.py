@@ -55,7 +55,7 @@ def test_dumps_of_large_shapes() -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        {"prompt": list(range(300_000)), "n": 1.5, "s": "é\\u00e9\"", "x": [None, True, {}]},
+        {"prompt": list(range(300_000)), "n": 1.5, "s": 'é\\u00e9"', "x": [None, True, {}]},
         [{"a": [1, 2.5e-3, "b"]}] * 120_000,
     ],
 )
