@@ -77,25 +77,22 @@ class Gate:
             await _too_large().response()(scope, receive, send)
             return
         seen = 0
-        started = False
+        cut = False
 
         async def counted() -> Message:
-            nonlocal seen
+            nonlocal seen, cut
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body:
+                    cut = True
                     raise _too_large()  # routes answer it as any ApiError
             return message
 
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        # send is not wrapped: it runs once per streamed event, the body reads are few
         try:
-            await self.app(scope, counted, watched)
+            await self.app(scope, counted, send)
         except ApiError as exc:
-            if exc.status != 413 or started:
+            if not cut:
                 raise
-            await exc.response()(scope, receive, send)
+            await exc.response()(scope, receive, send)  # an endpoint that let it through
