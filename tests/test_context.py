@@ -684,8 +684,10 @@ def test_missing_or_corrupt_state_files_raise_state_error(
         ctx.state_save_file(tmp_path / "no" / "such" / "dir.bin")
 
 
-_DAMAGED_STATE_FILES = """
-import os, struct, sys
+#: A child's start for the state-file tests: the tiny model (argv[1]), a context that
+#: has decoded ``tokens`` in sequence 0, and the two file names in folder argv[2].
+_STATE_FILE_CHILD = """
+import os, resource, sys
 import numpy as np
 import llama_cy as lc
 from llama_cy.errors import StateError
@@ -698,6 +700,11 @@ batch = lc.LlamaBatch(len(tokens))
 batch.add_sequence(tokens, 0, 0, logits_last=True)
 ctx.decode(batch)
 seq, whole = os.path.join(folder, "seq.bin"), os.path.join(folder, "whole.bin")
+"""
+
+_DAMAGED_STATE_FILES = (
+    _STATE_FILE_CHILD
+    + """
 ctx.state_seq_save_file(seq, 0, tokens)
 ctx.state_save_file(whole, tokens)
 for path, load in ((seq, lambda p: ctx.state_seq_load_file(p, 1)), (whole, ctx.state_load_file)):
@@ -725,6 +732,7 @@ for path, load in ((seq, lambda p: ctx.state_seq_load_file(p, 1)), (whole, ctx.s
     ctx.clear()
     print("ok", os.path.basename(path))
 """
+)
 
 
 def test_damaged_state_files_raise_state_error(tiny_model_path: Path, tmp_path: Path) -> None:
@@ -735,19 +743,9 @@ def test_damaged_state_files_raise_state_error(tiny_model_path: Path, tmp_path: 
     assert out.stdout.split() == ["ok", "seq.bin", "ok", "whole.bin"]
 
 
-_SAVE_ON_FULL_DISK = """
-import os, resource, sys
-import llama_cy as lc
-from llama_cy.errors import StateError
-
-model = lc.LlamaModel.load(sys.argv[1])
-folder = sys.argv[2]
-ctx = lc.LlamaContext(model, n_ctx=512, n_seq_max=2)
-tokens = model.tokenize("Once upon a time there was a fox who lived in a wood " * 3)
-batch = lc.LlamaBatch(len(tokens))
-batch.add_sequence(tokens, 0, 0, logits_last=True)
-ctx.decode(batch)
-seq, whole = os.path.join(folder, "seq.bin"), os.path.join(folder, "whole.bin")
+_SAVE_ON_FULL_DISK = (
+    _STATE_FILE_CHILD
+    + """
 ctx.state_seq_save_file(seq, 0, tokens[:4])
 ctx.state_save_file(whole, tokens[:4])
 before = {p: open(p, "rb").read() for p in (seq, whole)}
@@ -767,6 +765,7 @@ for p, data in before.items():
 assert sorted(os.listdir(folder)) == ["seq.bin", "whole.bin"], os.listdir(folder)
 print("ok")
 """
+)
 
 
 def test_a_failed_save_leaves_the_file_before_it(tiny_model_path: Path, tmp_path: Path) -> None:
