@@ -54,6 +54,7 @@ cdef class LlamaContext(ViewOwner):
     cdef int _check_embeddings_output(self) except -1
     cdef int _ensure_weights(self) except -1
     cdef int _lock_acquire(self) except -1
+    cdef size_t _write_state_file(self, target, tokens, int seq_id, path) except 0
     cdef void _lock_release(self) noexcept
     cdef void _dispose(self) noexcept
     cdef _run(self, LlamaBatch batch, bint encoder)

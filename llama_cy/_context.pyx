@@ -1058,26 +1058,34 @@ cdef class LlamaContext(ViewOwner):
         self._n_outputs = 0
         return n
 
+    cdef size_t _write_state_file(self, target, tokens, int seq_id, path) except 0:
+        """Write the whole state (``seq_id`` -1) or one sequence's, with ``tokens``, to
+        ``target``; the bytes written (1 for the whole state: llama.cpp tells no more)."""
+        cdef const int32_t[::1] toks = tokens
+        cdef bytes bpath = os.fsencode(target)
+        cdef size_t n
+        self._lock_acquire()
+        try:
+            if seq_id < 0:
+                n = c.llama_state_save_file(self.ptr, bpath, &toks[0] if toks.shape[0] else NULL,
+                                            toks.shape[0])
+            else:
+                n = c.llama_state_seq_save_file(self.ptr, bpath, seq_id,
+                                                &toks[0] if toks.shape[0] else NULL, toks.shape[0])
+        finally:
+            self._lock_release()
+        if n == 0:
+            what = "state" if seq_id < 0 else f"sequence {seq_id}"
+            raise StateError(f"failed to save {what} to {os.fspath(path)!r}")
+        return n
+
     def state_save_file(self, path, tokens=()):
         """Save the state and the tokens it holds to a session file (written under a
         temporary name and renamed into place, so a failed save leaves no partial
         file)."""
         self._ensure_weights()
         checked = self.model._token_array(tokens)
-
-        def save(target):
-            cdef const int32_t[::1] toks = checked
-            cdef bytes bpath = os.fsencode(target)
-            cdef cbool ok
-            self._lock_acquire()
-            try:
-                ok = c.llama_state_save_file(self.ptr, bpath, &toks[0] if toks.shape[0] else NULL, toks.shape[0])
-            finally:
-                self._lock_release()
-            if not ok:
-                raise StateError(f"failed to save state to {os.fspath(path)!r}")
-
-        _save_atomically(path, save)
+        _save_atomically(path, lambda target: self._write_state_file(target, checked, -1, path))
 
     def state_load_file(self, path):
         """Load a session file; returns the tokens saved with it. The file is checked
@@ -1140,22 +1148,8 @@ cdef class LlamaContext(ViewOwner):
         self._ensure_weights()
         self._check_seq(seq_id, False)
         checked = self.model._token_array(tokens)
-
-        def save(target):
-            cdef const int32_t[::1] toks = checked
-            cdef bytes bpath = os.fsencode(target)
-            cdef size_t n
-            self._lock_acquire()
-            try:
-                n = c.llama_state_seq_save_file(self.ptr, bpath, seq_id,
-                                                &toks[0] if toks.shape[0] else NULL, toks.shape[0])
-            finally:
-                self._lock_release()
-            if n == 0:
-                raise StateError(f"failed to save sequence {seq_id} to {os.fspath(path)!r}")
-            return n
-
-        return _save_atomically(path, save)
+        return _save_atomically(
+            path, lambda target: self._write_state_file(target, checked, seq_id, path))
 
     def state_seq_load_file(self, path, int seq_id):
         """Load a sequence file into ``seq_id``; returns the tokens saved with it. The
