@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 WORK = ROOT / "build" / "bench"
 LCP_VERSION = "0.3.36"
+XLC_VERSION = "2026.10.11549"  # llama.cpp b11549, its CPU wheel built for AVX2
 PROMPT = "The history of the printing press begins"
 
 
@@ -117,6 +118,20 @@ def prepare_lcp() -> Path | None:
         check=True,
         env=env,
     )
+    return python
+
+
+def prepare_xlc() -> Path:
+    """xllamacpp's wheel from PyPI in its own virtual environment."""
+    venv = WORK / "xlc-venv"
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import xllamacpp; print(xllamacpp.__version__)"]
+    done = subprocess.run(probe, capture_output=True, text=True) if python.is_file() else None
+    if done is not None and done.returncode == 0 and done.stdout.strip() == XLC_VERSION:
+        return python
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "-q", f"xllamacpp=={XLC_VERSION}"]
+    subprocess.run(pip, check=True)
     return python
 
 

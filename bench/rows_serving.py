@@ -1,6 +1,7 @@
-"""Rows (6), (7) and (11): batched decoding against llama-batched-bench, the server
-against llama-server and llama-cpp-python's server under load, and a second turn that
-needs a context checkpoint."""
+"""Rows (6), (7), (7b) and (11): batched decoding against llama-batched-bench, the
+server against llama-server and llama-cpp-python's server under load, the server at GPU
+token rates against llama-server and xllamacpp, and a second turn that needs a context
+checkpoint."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import cases
 import server_load
+import server_rates
 from common import WORK, Comparison, alternate
 
 import llama_cy as lc
@@ -174,4 +176,90 @@ def bench_checkpoints(
         )
         c.ours, c.theirs = times["llama_cy"], times[theirs]
         print(f"  {c.name} vs {theirs}: ratio {c.ratio():.3f}", flush=True)
+        rows.append(c)
+
+
+RATE_CLIENTS = (1, 8, 32, 64)
+
+
+def rate_loads(clients: tuple[int, ...] = RATE_CLIENTS, n_predict: int = 128) -> list[Any]:
+    """Row (7b)'s points: every client count, endpoint and streaming mode."""
+    return [
+        server_rates.Load(endpoint, stream, n, n_predict=n_predict)
+        for n in clients
+        for endpoint in server_rates.ENDPOINTS
+        for stream in (True, False)
+    ]
+
+
+def rate_rows(
+    loads: list[Any], results: dict[tuple[str, Any], list[Any]], names: list[str]
+) -> list[Comparison]:
+    """Row (7b)'s comparisons of llama_cy against each of ``names``: tokens/s at every
+    point; the time to first token's p50 and p99 where the reply is streamed (a plain
+    reply's first token is its last); failed requests."""
+    out = []
+    for theirs in names:
+        for load in loads:
+            ours, ref = results["llama_cy", load], results[theirs, load]
+            c = Comparison(f"(7b) tiny, {load.name}", "tok/s", "≥ 0.95", theirs)
+            c.ours = [r.tokens_per_s for r in ours]
+            c.theirs = [r.tokens_per_s for r in ref]
+            out.append(c)
+            for q in (0.5, 0.99) if load.stream else ():
+                c = Comparison(
+                    f"(7b) tiny, {load.name}, TTFT p{round(q * 100)}",
+                    "ms",
+                    "≥ 0.91",  # at most 1.1 times llama-server's time
+                    theirs,
+                    higher_is_better=False,
+                )
+                c.ours = [r.quantile(q) for r in ours]
+                c.theirs = [r.quantile(q) for r in ref]
+                out.append(c)
+            failed = Comparison(f"(7b) tiny, {load.name}, failed requests", "", "0", theirs)
+            failed.difference = True
+            failed.ours = [float(len(r.failed)) for r in ours]
+            failed.theirs = [float(len(r.failed)) for r in ref]
+            out.append(failed)
+    return out
+
+
+def bench_server_rates(
+    rows: list[Comparison],
+    tools: dict[str, Path],
+    models: dict[str, Path],
+    args: Any,
+    xlc: Path | None,
+) -> None:
+    """(7b) The servers where tokens come at GPU rates: the tiny model (n_embd 64, 2
+    layers, 32k vocabulary), so that each server's own per-token work decides. 64
+    slots of 512 tokens; every point of :func:`rate_loads` in each round, the servers
+    taking turns round by round."""
+    path = str(models["tiny"])
+    port = 18600
+    threads = str(args.threads)
+    flags = ["--port", str(port), "-np", "64", "-c", "32768", "-t", threads]
+    commands = {
+        "llama_cy": [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", path, *flags],
+        "llama-server": [str(tools["llama-server"]), "-m", path, *flags],
+    }
+    if xlc is not None:
+        script = str(Path(__file__).with_name("xlc_server.py"))
+        commands["xllamacpp"] = [str(xlc), script, path, str(port), "64", "32768", threads]
+    loads = rate_loads()
+    results: dict[tuple[str, Any], list[Any]] = {(k, load): [] for k in commands for load in loads}
+    for _ in range(args.rounds):
+        for name, cmd in commands.items():
+            server = server_load.ServerProcess(cmd, port, WORK / f"rates-{name}.log")
+            try:
+                server_rates.run(port, server_rates.Load("/completion", True, 8, 1, 16))  # warm-up
+                for load in loads:
+                    results[name, load].append(server_rates.run(port, load))
+                    said = server_rates.summary(results[name, load][-1:])
+                    print(f"  {name}, {load.name}: {said}", flush=True)
+            finally:
+                server.stop()
+    for c in rate_rows(loads, results, [k for k in commands if k != "llama_cy"]):
+        print(f"  {c.name} vs {c.reference}: {c.ratio():.3f}", flush=True)
         rows.append(c)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "compat")]
 
 import native
-from common import WORK, Comparison, prepare_lcp, prepare_models
+from common import WORK, Comparison, prepare_lcp, prepare_models, prepare_xlc
 from reference_loop import build_reference
 from report import report
 from rows_core import (
@@ -33,7 +33,7 @@ from rows_core import (
     bench_threads,
 )
 from rows_multimodal import bench_multimodal
-from rows_serving import bench_batched, bench_checkpoints, bench_server
+from rows_serving import bench_batched, bench_checkpoints, bench_server, bench_server_rates
 from rows_speculative import bench_hidden_state_drafts, bench_speculative
 
 
@@ -45,10 +45,12 @@ def main() -> None:
         "--quick", action="store_true", help="smoke run: tiny model, one round, C++ loop only"
     )
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
+    parser.add_argument("--no-peers", action="store_true", help="leave xllamacpp out")
     parser.add_argument(
         "--only",
         choices=[
             "server",
+            "rates",
             "threads",
             "core",
             "batched",
@@ -57,7 +59,7 @@ def main() -> None:
             "multimodal",
             "checkpoints",
         ],
-        help="run one group of comparisons: server (7), threads (8), batched (6), "
+        help="run one group of comparisons: server (7), rates (7b), threads (8), batched (6), "
         "speculative (9), drafters (9: MTP, EAGLE3), multimodal (10), checkpoints (11), "
         "or core (1) and (4)",
     )
@@ -74,6 +76,12 @@ def main() -> None:
         python = None if args.no_lcp else prepare_lcp()
         bench_server(rows, native.build_tools(WORK / "native"), models, args, python)
         print(f"wrote {report(rows, args, args.out, suffix='-server')}")
+        return
+    if args.only == "rates":
+        rows = []
+        xlc = None if args.no_peers else prepare_xlc()
+        bench_server_rates(rows, native.build_tools(WORK / "native"), models, args, xlc)
+        print(f"wrote {report(rows, args, args.out, suffix='-rates')}")
         return
     if args.only == "threads":
         rows = []
@@ -124,6 +132,7 @@ def main() -> None:
         bench_pp(rows, tools, models, args)
         bench_batched(rows, tools, models, args)
         bench_server(rows, tools, models, args, python)
+        bench_server_rates(rows, tools, models, args, None if args.no_peers else prepare_xlc())
         bench_speculative(rows, tools, models, args)
         bench_multimodal(rows, tools, models, args)
         bench_checkpoints(rows, tools, models, args)

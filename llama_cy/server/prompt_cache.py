@@ -37,12 +37,23 @@ def _tokens(tokens: Sequence[int]) -> Tokens:
     return np.asarray(tokens, dtype=np.int64)
 
 
-def _prefix(a: Tokens, b: Tokens) -> int:
-    """The length of the longest common prefix of ``a`` and ``b`` (compared in NumPy:
-    every cached entry is compared with each prompt)."""
-    n = min(len(a), len(b))
-    differ = np.flatnonzero(a[:n] != b[:n])
-    return int(differ[0]) if differ.size else n
+def _prefix(a: bytes, b: bytes) -> int:
+    """The length in tokens of the longest common prefix of two token keys (int64
+    bytes). Every cached entry is compared with each prompt and each idle slot, as in
+    llama-server, so each comparison is a few ``memcmp`` s, not a Python loop: equal
+    halves narrow the first difference down in O(log n) calls."""
+    n = min(len(a), len(b)) // 8
+    vb = memoryview(b)  # slices of it are compared in place
+    if a.startswith(vb[: 8 * n]):
+        return n
+    lo, hi = 0, n  # the first lo tokens are equal, the first hi are not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a.startswith(vb[8 * lo : 8 * mid], 8 * lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 @dataclass(slots=True, eq=False)  # entries are told apart by identity (arrays inside)
@@ -51,6 +62,11 @@ class CachedPrompt:
     checkpoints: list[Checkpoint]
     data: bytes  #: the sequence's whole state (``state_seq_get_data``)
     draft: bytes = b""  #: the draft context's, with a speculator that has one
+    key: bytes = b""  #: ``tokens`` as bytes, for the comparisons
+    cached: bool = True  #: still in the cache (False once dropped)
+
+    def __post_init__(self) -> None:
+        self.key = self.tokens.tobytes()
 
     def size(self) -> int:
         return len(self.data) + len(self.draft) + sum(c.size() for c in self.checkpoints)
@@ -64,12 +80,32 @@ class PromptCache:
         self.limit_size = limit_mib * _MIB if limit_mib > 0 else 0
         self.limit_tokens = limit_tokens
         self.states: deque[CachedPrompt] = deque()
+        # Running totals (the limits are checked after every save).
+        self._size = 0
+        self._n_tokens = 0
+        # slot id -> its tokens when last saved, and the entry that held them whole: a
+        # save of the same tokens while that entry is cached is refused without comparing
+        # every entry (--cache-idle-slots saves each idle slot at every task's start)
+        self._held: dict[int, tuple[list[int], CachedPrompt]] = {}
 
     def size(self) -> int:
-        return sum(s.size() for s in self.states)
+        return self._size
 
     def n_tokens(self) -> int:
-        return sum(len(s.tokens) for s in self.states)
+        return self._n_tokens
+
+    def _append(self, entry: CachedPrompt) -> None:
+        self.states.append(entry)
+        self._size += entry.size()
+        self._n_tokens += len(entry.tokens)
+
+    def _dropped(self, entry: CachedPrompt) -> None:
+        entry.cached = False
+        self._size -= entry.size()
+        self._n_tokens -= len(entry.tokens)
+
+    def _pop_oldest(self) -> None:
+        self._dropped(self.states.popleft())
 
     @staticmethod
     def _draft(slot: KVSequence) -> LlamaContext | None:
@@ -80,9 +116,15 @@ class PromptCache:
         (``prompt_save``); False if it was empty, is held already, or does not fit."""
         if not slot.cache:
             return False
+        held = self._held.get(slot.id)
+        if held is not None and held[1].cached and held[0] == slot.cache:
+            return False
         tokens = _tokens(slot.cache)
-        if any(_prefix(s.tokens, tokens) == len(tokens) for s in self.states):
-            return False  # held whole by an entry already
+        key = tokens.tobytes()
+        for s in self.states:
+            if s.key.startswith(key):
+                self._held[slot.id] = (list(slot.cache), s)
+                return False  # held whole by an entry already
         data = slot.ctx.state_seq_get_data(slot.id)
         draft_ctx = self._draft(slot)
         draft = draft_ctx.state_seq_get_data(slot.id) if draft_ctx is not None else b""
@@ -95,29 +137,43 @@ class PromptCache:
             )
             return False
         # entries the new one holds whole are obsolete
-        self.states = deque(s for s in self.states if _prefix(s.tokens, tokens) != len(s.tokens))
-        while self.limit_size and self.states and self.size() + entry.size() > self.limit_size:
-            self.states.popleft()
-        self.states.append(entry)
+        kept: deque[CachedPrompt] = deque()
+        for s in self.states:
+            if key.startswith(s.key):
+                self._dropped(s)
+            else:
+                kept.append(s)
+        self.states = kept
+        while self.limit_size and self.states and self._size + entry.size() > self.limit_size:
+            self._pop_oldest()
+        self._append(entry)
+        self._held[slot.id] = (list(slot.cache), entry)
         return True
 
     def load(self, slot: KVSequence, prompt: list[int]) -> bool:
         """Give ``slot`` the cached state that keeps the most of ``prompt``, if any keeps
         more than the slot does and at least a quarter of itself (``load``); False if
         llama.cpp rejects it (the slot is then to be cleared)."""
-        asked = _tokens(prompt)
-        lcp = _prefix(_tokens(slot.cache), asked)
+        asked = _tokens(prompt).tobytes()
+        lcp = _prefix(_tokens(slot.cache).tobytes(), asked)
         keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
         sim_best = lcp / len(prompt)
         best = None
         for s in self.states:
-            n = _prefix(s.tokens, asked)
+            # The fewest common tokens that could win (rounded down): one memcmp rules
+            # out most entries before their common prefix is measured.
+            least = max(-(-len(s.tokens) // 4), int(sim_best * len(prompt)))
+            least = min(max(least, int(keep_best * len(s.tokens))), len(prompt), len(s.tokens))
+            if not asked.startswith(memoryview(s.key)[: 8 * least]):
+                continue
+            n = _prefix(s.key, asked)
             keep, sim = n / len(s.tokens), n / len(prompt)
             if keep >= 0.25 and keep_best < keep and sim_best < sim:
                 keep_best, sim_best, best = keep, sim, s
         if best is None:
             return True
         self.states.remove(best)
+        self._dropped(best)
         draft_ctx = self._draft(slot)
         try:
             slot.ctx.state_seq_set_data(best.data, slot.id)
@@ -134,11 +190,11 @@ class PromptCache:
         """Drop the oldest entries beyond the limits: the size, then the tokens (the
         token limit is raised to what the size limit holds at the average entry's cost
         per token)."""
-        while self.limit_size and self.states and self.size() > self.limit_size:
-            self.states.popleft()
-        per_token = max(1.0, self.size() / max(1, self.n_tokens()))
+        while self.limit_size and self.states and self._size > self.limit_size:
+            self._pop_oldest()
+        per_token = max(1.0, self._size / max(1, self._n_tokens))
         limit = self.limit_tokens
         if self.limit_size:
             limit = max(limit, int(self.limit_size / per_token))
-        while self.limit_tokens > 0 and self.states and self.n_tokens() > limit:
-            self.states.popleft()
+        while self.limit_tokens > 0 and self.states and self._n_tokens > limit:
+            self._pop_oldest()
