@@ -90,7 +90,15 @@ async def run(
     try:
         # Every job's samplers first (grammars compile off the loop), then the jobs queued
         # together: a request's prompts start in the same step, as llama-server's tasks.
-        built = [(job, await asyncio.to_thread(engine.samplers, job)) for job, _ in jobs]
+        built = [
+            (
+                job,
+                engine.samplers(job)
+                if _cheap(job)
+                else await asyncio.to_thread(engine.samplers, job),
+            )
+            for job, _ in jobs
+        ]
         tasks = engine.submit_all(
             built,
             cache_prompt=body.get("cache_prompt", server.settings.cache_prompt),
@@ -155,6 +163,19 @@ async def run(
         return JSONResponse(answer())
     encoded = await worker.run(lambda: worker.dumps(answer()))
     return Response(encoded, media_type="application/json")
+
+
+def _cheap(job: Job) -> bool:
+    """Whether ``job``'s samplers build in microseconds, on the loop: no grammar to
+    compile, no DRY sampler (its set-up scans the vocabulary: milliseconds), no long
+    logit bias. A trip to a thread costs the loop a wake-up for each request."""
+    p = job.params
+    return (
+        p.grammar is None
+        and p.dry_multiplier == 0.0
+        and len(p.logit_bias or ()) <= 256
+        and job.reasoning_budget is None
+    )
 
 
 #: Chunks times (1 + top log-probabilities) above which an answer is built off the loop.

@@ -42,11 +42,14 @@ def routes(server: Server) -> list[RouteSpec]:
     async def completion(request: Request) -> Response:
         server.generating()
         body = await read_body(server, request, schema.NATIVE_COMPLETION, "prompt")
-        prompts = await asyncio.to_thread(input_prompts, server, body["prompt"])
+
+        def prepare() -> list[Job]:  # one trip to a thread: each costs the loop a wake-up
+            prompts = input_prompts(server, body["prompt"])
+            return [prepare_native(server, tokens, body) for tokens in prompts]
+
         n = n_choices(server, body)
         jobs: list[tuple[Job, LlamaServerShaper]] = []
-        for tokens in prompts:  # each prompt's n_cmpl results side by side, as there
-            job = await asyncio.to_thread(prepare_native, server, tokens, body)
+        for job in await asyncio.to_thread(prepare):  # each prompt's n_cmpl results side by side
             for j in range(n):
                 one = choice(job, j)
                 jobs.append((one, LlamaServerShaper(server, one, body, index=len(jobs))))

@@ -71,40 +71,43 @@ def routes(server: Server) -> list[RouteSpec]:
         )
         suffix = body.get("suffix")
         value = body["prompt"]
-        if suffix is not None:  # fill-in-the-middle: one text prompt
-            prompts: list[Any] = [prompt(value)]
-        else:
-            prompts = await asyncio.to_thread(input_prompts, server, value)
         cmpl_id = f"cmpl-{uuid.uuid4().hex}"
         jobs: list[tuple[Job, Shaper]] = []
         n = n_choices(server, body)
 
-        def prepare(p: Any) -> Job:  # the settings too: a logit_bias can be long
-            return server.preparer.completion(
-                p,
-                suffix=suffix,
-                max_tokens=body.get("max_tokens"),
-                logprobs=body.get("logprobs"),
-                stop=stop(server, body),
-                media=getattr(p, "media", None),  # a multimodal_data prompt's images
-                **sampling(server, body),
-            )
-
-        for p in prompts:
-            for j in range(n):
-                job = await asyncio.to_thread(prepare, p)
-                job = choice(with_generation_fields(job, body, server), j)
-                prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
-                shaper = CompletionShaper(
-                    server.model_id,
-                    prefix=prefix,
-                    logprobs=job.n_logprobs is not None,
-                    include_usage=_include_usage(body),
-                    index=len(jobs),
-                    fingerprint=server.fingerprint,
-                    id=cmpl_id,
+        def prepare() -> list[Job]:  # the settings too: a logit_bias can be long
+            if suffix is not None:  # fill-in-the-middle: one text prompt
+                prompts: list[Any] = [prompt(value)]
+            else:
+                prompts = input_prompts(server, value)
+            return [
+                server.preparer.completion(
+                    p,
+                    suffix=suffix,
+                    max_tokens=body.get("max_tokens"),
+                    logprobs=body.get("logprobs"),
+                    stop=stop(server, body),
+                    media=getattr(p, "media", None),  # a multimodal_data prompt's images
+                    **sampling(server, body),
                 )
-                jobs.append((job, shaper))
+                for p in prompts
+                for _ in range(n)
+            ]
+
+        # one trip to a thread: each costs the loop a wake-up
+        for k, prepared in enumerate(await asyncio.to_thread(prepare)):
+            job = choice(with_generation_fields(prepared, body, server), k % n)
+            prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
+            shaper = CompletionShaper(
+                server.model_id,
+                prefix=prefix,
+                logprobs=job.n_logprobs is not None,
+                include_usage=_include_usage(body),
+                index=len(jobs),
+                fingerprint=server.fingerprint,
+                id=cmpl_id,
+            )
+            jobs.append((job, shaper))
         return await respond.run(server, request, jobs, body, combine=combine_choices)
 
     async def chat_completions(request: Request) -> Response:
