@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "bench"
 LCP_VERSION = "0.3.36"
 XLC_VERSION = "2026.10.11549"  # llama.cpp b11549, its CPU wheel built for AVX2
+CYLLAMA_VERSION = "0.7.0"  # llama.cpp b11669 with OpenMP; wheels for CPython >= 3.12
+#: what each peer's wheel runs, for the rows' names (their CPU kernels: AVX2, not native)
+PEERS = {
+    "xllamacpp": f"xllamacpp {XLC_VERSION} (llama.cpp b11549, AVX2 wheel)",
+    "cyllama": f"cyllama {CYLLAMA_VERSION} (llama.cpp b11669, AVX2 wheel, OpenMP)",
+}
 PROMPT = "The history of the printing press begins"
 
 
@@ -133,6 +140,44 @@ def prepare_xlc() -> Path:
     pip = [str(python), "-m", "pip", "install", "-q", f"xllamacpp=={XLC_VERSION}"]
     subprocess.run(pip, check=True)
     return python
+
+
+def prepare_cyllama() -> Path | None:
+    """cyllama's wheel from PyPI in its own virtual environment, on a CPython >= 3.12
+    (``python3.12`` or ``python3.13`` on PATH, or pyenv's); None if there is none."""
+    venv = WORK / "cyllama-venv"
+    python = venv / "bin" / "python"
+    probe = [
+        str(python),
+        "-c",
+        "import cyllama, importlib.metadata as m; print(m.version('cyllama'))",
+    ]
+    done = subprocess.run(probe, capture_output=True, text=True) if python.is_file() else None
+    if done is not None and done.returncode == 0 and done.stdout.strip() == CYLLAMA_VERSION:
+        return python
+    found = [shutil.which(f"python3.{v}") for v in (12, 13)]
+    found += [str(p) for p in sorted(Path.home().glob(".pyenv/versions/3.1[23]*/bin/python3"))]
+    base = next((f for f in found if f), None)
+    if base is None:
+        print("cyllama left out: it needs CPython >= 3.12, and none was found", flush=True)
+        return None
+    subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", f"cyllama=={CYLLAMA_VERSION}"], check=True
+    )
+    return python
+
+
+def peer(python: Path, **kw: Any) -> dict[str, Any]:
+    """One timing from bench/peer_child.py in a peer's virtual environment."""
+    out = subprocess.run(
+        [str(python), str(Path(__file__).with_name("peer_child.py")), json.dumps(kw)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    return result
 
 
 def lcp(python: Path, **kw: Any) -> dict[str, Any]:

@@ -5,11 +5,13 @@ usage: python bench/gpu.py OUT_DIR [--rounds 3] [--work DIR] [--dry-run] [--only
 Every layer offloaded (``n_gpu_layers=-1``; ``-ngl 99`` for the C++ programs), rounds
 alternated A B A B, medians compared. Three generated models: an overhead-bound tiny
 llama, a ~0.85 B Q4_0 llama and a tiny llama with Gemma's 262,144-token vocabulary
-(the heaviest per-token logits copy). llama-bench and llama-batched-bench are looked for
-in ``$LCY_BIN`` (built from the package's CMake tree, tools/gpu_check.sh); rows whose
-program is missing are recorded as skipped. ``--dry-run`` runs every row on small
-models and few tokens wherever the package runs (the CPU in CI), so the script cannot
-rot; its figures mean nothing.
+(the heaviest per-token logits copy). Then the server on the ~0.85 B model: ``llama-cy
+serve`` against llama-server at 1, 8, 32 and 64 streaming clients, tokens/s and time to
+first token (row (7b) of bench/run.py, on the device). llama-bench, llama-batched-bench
+and llama-server are looked for in ``$LCY_BIN`` (built from the package's CMake tree,
+tools/gpu_check.sh); rows whose program is missing are recorded as skipped.
+``--dry-run`` runs every row on small models and few tokens wherever the package runs
+(the CPU in CI), so the script cannot rot; its figures mean nothing.
 
 Writes OUT_DIR/gpu.json and OUT_DIR/gpu.md; the models go to --work (OUT_DIR/models).
 """
@@ -37,6 +39,8 @@ from llama_cy import _cuda_packs
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 import cases  # noqa: E402
+import server_load  # noqa: E402
+import server_rates  # noqa: E402
 from reference_loop import build_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
@@ -262,9 +266,79 @@ class Bench:
 
         self.row(f"batched, 8 sequences, tg | {mid_name}", ours_b, theirs_b, "llama-batched-bench")
         model.close()
+        self.server_rows(mid, mid_name)
         self.results["total_s"] = time.perf_counter() - t0
         self.save()
         (self.out / "gpu.md").write_text(markdown(self.results))
+
+    def server_rows(self, model: Path, model_name: str) -> None:
+        """Row (7b) on the device: ``llama-cy serve`` against llama-server of the same
+        build, every layer offloaded, 64 slots; N clients streaming ``/completion``,
+        tokens/s and time to first token (p50). The servers take turns round by round.
+        A dry run without llama-server compares llama-cy with itself (the steps run)."""
+        if self.only and not any(o in "server" for o in self.only):
+            return
+        clients = (1, 4) if self.dry else (1, 8, 32, 64)
+        n_predict = 8 if self.dry else 128
+        port = 18700
+        flags = ["--port", str(port), "-ngl", "99", "-np", "64", "-c", "32768"]
+        flags += ["-t", str(self.threads)]
+        ours = [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", str(model), *flags]
+        ref = "llama-server"
+        names = [f"server, {n} clients, /completion stream | {model_name}" for n in clients]
+        try:
+            theirs = [str(self.program("llama-server")), "-m", str(model), *flags]
+        except FileNotFoundError as exc:
+            if not self.dry:
+                for name in names:
+                    self._record(name, ref, [], [], repr(exc))
+                return
+            theirs, ref = ours, "llama-cy serve (dry run: no llama-server)"
+        loads = [server_rates.Load("/completion", True, n, n_predict=n_predict) for n in clients]
+        got: dict[tuple[str, int], list[server_rates.Outcome]] = {}
+        try:
+            for _ in range(self.rounds):
+                for side, cmd in (("ours", ours), ("theirs", theirs)):
+                    server = server_load.ServerProcess(cmd, port, self.work / f"server-{side}.log")
+                    try:
+                        server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
+                        for load in loads:
+                            outcome = server_rates.run(port, load)
+                            got.setdefault((side, load.n_clients), []).append(outcome)
+                    finally:
+                        server.stop()
+        except Exception as exc:  # recorded, and the rest of the bench goes on
+            for name in names:
+                self._record(name, ref, [], [], repr(exc)[-1500:])
+            return
+        for n, name in zip(clients, names, strict=True):
+            a, b = got["ours", n], got["theirs", n]
+            failed = [f for o in a for f in o.failed]
+            error = f"{len(failed)} requests failed: {failed[0]}" if failed else None
+            rates = [o.tokens_per_s for o in a], [o.tokens_per_s for o in b]
+            self._record(name, ref, *rates, error)
+            ttft = [o.quantile(0.5) for o in a], [o.quantile(0.5) for o in b]
+            self._record(f"server TTFT p50, {n} clients | {model_name}", ref, *ttft, None, True)
+
+    def _record(
+        self,
+        name: str,
+        ref: str,
+        a: list[float],
+        b: list[float],
+        error: str | None,
+        invert: bool = False,
+    ) -> None:
+        """A row measured elsewhere (the servers' rounds); ``invert``: lower is better."""
+        entry: dict[str, Any] = {"name": name, "reference": ref, "ours": a, "theirs": b}
+        if error is not None:
+            entry["error"] = error
+        else:
+            ma, mb = statistics.median(a), statistics.median(b)
+            entry["ratio"] = mb / ma if invert else ma / mb
+        print(json.dumps(entry)[:600], flush=True)
+        self.results["rows"].append(entry)
+        self.save()
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -280,6 +354,9 @@ def markdown(r: dict[str, Any]) -> str:
         "token, 3 runs from position 0); model preparation "
         f"{r.get('prep_s', 0):.0f} s, whole bench {r.get('total_s', 0):.0f} s",
         "",
+        "Ratios above 1 favour llama_cy: ours / theirs for tokens/s, theirs / ours for "
+        "times (TTFT).",
+        "",
         "| comparison | model | reference | llama_cy | reference | ratio |",
         "|---|---|---|---|---|---|",
     ]
@@ -289,8 +366,9 @@ def markdown(r: dict[str, Any]) -> str:
             lines.append(f"| {row['name']} | {row['reference']} | — | — | {error} |")
             continue
         a, b = statistics.median(row["ours"]), statistics.median(row["theirs"])
+        unit = "ms" if "TTFT" in row["name"] else "tok/s"  # ratio: theirs / ours there
         lines.append(
-            f"| {row['name']} | {row['reference']} | {a:.1f} tok/s | {b:.1f} tok/s "
+            f"| {row['name']} | {row['reference']} | {a:.1f} {unit} | {b:.1f} {unit} "
             f"| **{row['ratio']:.3f}** |"
         )
     return "\n".join(lines) + "\n"

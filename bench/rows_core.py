@@ -10,7 +10,7 @@ from typing import Any
 
 import cases
 import native
-from common import LCP_VERSION, PROMPT, Comparison, alternate, lcp
+from common import LCP_VERSION, PEERS, PROMPT, Comparison, alternate, lcp, peer
 from reference_loop import run_reference
 
 import llama_cy as lc
@@ -154,10 +154,16 @@ def bench_sampling(
 
 
 def bench_completion(
-    rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any, python: Path | None
+    rows: list[Comparison],
+    loop: Path,
+    models: dict[str, Path],
+    args: Any,
+    python: Path | None,
+    peers: dict[str, Path] | None = None,
 ) -> None:
     """(4) the high-level greedy completion, end to end, against the C++ loop (prompt
-    decode + generation, after a warm-up) and llama-cpp-python's create_completion."""
+    decode + generation, after a warm-up), llama-cpp-python's create_completion, and the
+    other bindings' nearest call (``peers``: name -> the Python of its environment)."""
     for name, path in models.items():
         n = 16 if args.quick else (128 if name == "gemma" else 256)
         llm = lc.Llama(path, n_ctx=512, n_batch=512, n_threads=args.threads)
@@ -186,6 +192,22 @@ def bench_completion(
                 cpp,
             )
         )
+        for peer_name, peer_python in (peers or {}).items():
+
+            def other(
+                path: Path = path, n: int = n, who: str = peer_name, py: Path = peer_python
+            ) -> float:
+                kw = {"model": str(path), "prompt": PROMPT, "n": n, "threads": args.threads}
+                return float(peer(py, peer=who, case="completion", n_ctx=512, **kw)["tokens_per_s"])
+
+            rows.append(
+                alternate(
+                    Comparison(f"(4) greedy completion, {name}", "tok/s", "-", PEERS[peer_name]),
+                    args.rounds,
+                    ours,
+                    other,
+                )
+            )
         if python is not None:
 
             def theirs(path: Path = path, n: int = n) -> float:

@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "compat")]
 
 import native
-from common import WORK, Comparison, prepare_lcp, prepare_models, prepare_xlc
+from common import (
+    WORK,
+    Comparison,
+    prepare_cyllama,
+    prepare_lcp,
+    prepare_models,
+    prepare_xlc,
+)
 from reference_loop import build_reference
 from report import report
 from rows_core import (
@@ -117,7 +124,8 @@ def main() -> None:
         rows = []
         loop = build_reference(WORK / "loop")
         bench_greedy(rows, loop, models, args)
-        bench_completion(rows, loop, models, args, None if args.no_lcp else prepare_lcp())
+        python = None if args.no_lcp else prepare_lcp()
+        bench_completion(rows, loop, models, args, python, peers(args))
         print(f"wrote {report(rows, args, args.out, suffix='-core')}")
         return
     loop = build_reference(WORK / "loop")
@@ -125,7 +133,7 @@ def main() -> None:
     bench_greedy(rows, loop, models, args)
     bench_load(rows, loop, models, args)
     python = None if args.no_lcp else prepare_lcp()
-    bench_completion(rows, loop, models, args, python)
+    bench_completion(rows, loop, models, args, python, peers(args))
     if not args.quick:
         tools = native.build_tools(WORK / "native")
         bench_sampling(rows, loop, models, args, python)
@@ -138,6 +146,14 @@ def main() -> None:
         bench_checkpoints(rows, tools, models, args)
         bench_threads(rows, native.build_simple(WORK / "native-omp"), models, args)
     print(f"wrote {report(rows, args, args.out)}")
+
+
+def peers(args: argparse.Namespace) -> dict[str, Path]:
+    """The other bindings' environments (none with --no-peers)."""
+    if args.no_peers:
+        return {}
+    found = {"xllamacpp": prepare_xlc(), "cyllama": prepare_cyllama()}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ def test_device_check_dry_run(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "bench" / "gpu.json").read_text())
     assert report["dry_run"] is True
     rows = report["rows"]
-    assert len(rows) == 2 * 10 + 1  # ten comparisons a model, and the batched one
+    # ten comparisons a model, the batched one, and the server's two (tokens/s, time to
+    # first token) at each of the dry run's two client counts
+    assert len(rows) == 2 * 10 + 1 + 2 * 2
     for row in rows:
         if "error" in row:  # only the rows against llama.cpp's programs, not built here
             assert "is not built" in row["error"], row
@@ -42,6 +44,9 @@ def test_device_check_dry_run(tmp_path: Path) -> None:
         "top-k 40, NumPy over GPU top-k candidates",
         "top-k/temp/dist chain, backend sampling",
     } <= ran
+    server = [row for row in rows if row["name"].startswith("server")]
+    assert [row["reference"] for row in server] == ["llama-cy serve (dry run: no llama-server)"] * 4
+    assert all("error" not in row for row in server), server  # no request failed
     table = (tmp_path / "bench" / "gpu.md").read_text()
     assert "DRY RUN" in table
     assert table.count("\n| ") == len(rows) + 1  # the header and a line a row

@@ -291,34 +291,57 @@ def test_no_request_holds_the_event_loop(server: Server, case: str) -> None:
 # -- resumable streams ------------------------------------------------------------------
 
 
+def _open(server: Server, head: bytes) -> tuple[socket.socket, int]:
+    """A connection that sent ``head`` and read only its status."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=stretched(30))
+    sock.sendall(head)
+    line = b""
+    while not line.endswith(b"\r\n"):
+        line += sock.recv(1)
+    return sock, int(line.split()[1])
+
+
 def test_a_stream_takes_at_most_its_readers(server: Server) -> None:
+    """Readers of a live stream hold a place each while they wait for more (a finished
+    stream's readers get its bytes at once and leave)."""
     conv = "many-readers"
-    body = {"prompt": "Hi", "n_predict": 8, "stream": True, "temperature": 0}
-    status, _, _ = server.request("POST", "/completion", body, headers={"X-Conversation-Id": conv})
-    assert status == 200
-    head = (
-        f"GET /v1/stream?conv_id={conv} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\r\n"
+    body = json.dumps(
+        {"prompt": "Hi", "n_predict": 2000, "stream": True, "ignore_eos": True, "n_probs": 100}
     ).encode()
-    readers = []
+    auth = f"Authorization: Bearer {KEY}\r\n"
+    post = (
+        f"POST /completion HTTP/1.1\r\nHost: x\r\n{auth}X-Conversation-Id: {conv}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    head = f"GET /v1/stream?conv_id={conv} HTTP/1.1\r\nHost: x\r\n{auth}\r\n".encode()
+    opener, status = _open(server, post)  # generates for seconds; its client reads no more
+    assert status == 200
+    readers: list[socket.socket] = []
     try:
         for _ in range(16):  # readers that read nothing
-            sock = socket.create_connection(("127.0.0.1", server.port), timeout=stretched(30))
-            sock.sendall(head)
+            sock, status = _open(server, head)
             readers.append(sock)
+            assert status == 200
+        extra, status = _open(server, head)  # the 17th is refused
+        extra.close()
+        assert status == 429
+        for sock in readers:
+            sock.close()
+        readers.clear()
         deadline = time.monotonic() + stretched(10)
-        while True:  # the 17th is refused once the 16 are in
-            status, _, out = server.request("GET", f"/v1/stream?conv_id={conv}")
-            if status == 429 or time.monotonic() > deadline:
+        while True:  # the places come back as the server sees the readers gone
+            sock, status = _open(server, head)
+            sock.close()
+            if status == 200:
                 break
+            assert time.monotonic() < deadline, "the readers' places were not given back"
             time.sleep(0.05)
-        assert status == 429, out
     finally:
         for sock in readers:
             sock.close()
-    deadline = time.monotonic() + stretched(10)
-    while server.request("GET", f"/v1/stream?conv_id={conv}")[0] != 200:
-        assert time.monotonic() < deadline, "the readers' places were not given back"
-        time.sleep(0.05)
+        opener.close()
+        server.request("DELETE", f"/v1/stream?conv_id={conv}")
+    assert_serves(server)
 
 
 # -- the router -------------------------------------------------------------------------

@@ -11,7 +11,7 @@
 #   BUILD    work folder: venvs, the shared CMake tree, the libcuda stand-in (default build/cuda)
 #   DIST     where the wheels go (default dist/cuda)
 #   CPU_ALL_VARIANTS  true (default, as the wheel job) or false: one baseline x86-64 CPU plugin
-#   BENCH=1  also build llama-bench and llama-batched-bench in the same CMake tree
+#   BENCH=1  also build llama-bench, llama-batched-bench and llama-server in the same CMake tree
 #   SPLIT=1  move the plugin into a pack wheel (tools/cuda_pack.py), as the wheel job does
 #
 # cuBLAS comes from PyPI (nvidia-cublas for CUDA 13, nvidia-cublas-cu12 for 12), the
@@ -59,7 +59,7 @@ for v in $PYTHONS; do
 done
 [ -n "$first" ] || { echo "no CPython found" >&2; exit 1; }
 if [ "${BENCH:-0}" = 1 ]; then
-  cmake --build "$BUILD/llama.cpp" --parallel "$(nproc)" --target llama-bench llama-batched-bench
+  cmake --build "$BUILD/llama.cpp" --parallel "$(nproc)" --target llama-bench llama-batched-bench llama-server
 fi
 if [ "${SPLIT:-0}" = 1 ]; then  # as the wheel job ships them: the plugin in its pack
   PATH="$BUILD/venv-$first/bin:$PATH" python3 tools/cuda_pack.py split "$DIST"/llama_cy-*.whl \

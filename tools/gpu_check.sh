@@ -9,16 +9,17 @@
 #
 # prepare: tools/cuda_wheels.sh for CPython 3.12 and sm_90 (ARCHS to change it), split as
 #   the wheel job splits it (llama_cy, and the plugin in its pack: tools/cuda_pack.py), plus
-#   llama-bench and llama-batched-bench from the same CMake tree; the wheels of the test
-#   dependencies the device's Python lacks (it has numpy, pytest, hypothesis), and the
-#   few llama.cpp files the tests read. Under 60 MiB, or it fails.
+#   llama-bench, llama-batched-bench and llama-server from the same CMake tree; the wheels
+#   of the test dependencies the device's Python lacks (it has numpy, pytest,
+#   hypothesis), and the few llama.cpp files the tests read. Under 60 MiB, or it fails.
 # run: installs all that without a network, then writes to $OUT (build/gpu-check/out):
 #   env.txt, import.txt, tests.txt (dynamic section, backend sampling), bench/gpu.md and
 #   .json (bench/gpu.py: three generated models against the C++ loop, llama-bench and
-#   llama-batched-bench), suite.txt and junit.xml (the suite's tests that need no Gemma,
-#   every layer offloaded, for what time is left), and <date>-gpu-<card>.md to commit
-#   under bench/results/. Time limits: TESTS_S (120), BENCH_S (240), SUITE_S (100);
-#   BENCH_ONLY="greedy top-k": only the bench rows whose names contain one of these words.
+#   llama-batched-bench; the server against llama-server at 1 to 64 clients), suite.txt
+#   and junit.xml (the suite's tests that need no Gemma, every layer offloaded, for what
+#   time is left), and <date>-gpu-<card>.md to commit under bench/results/. Time limits:
+#   TESTS_S (120), BENCH_S (300), SUITE_S (40); BENCH_ONLY="greedy top-k": only the
+#   bench rows whose names contain one of these words.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -42,7 +43,8 @@ prepare() {
     "mkdocs>=1.6,<2" "mkdocstrings[python]>=0.26" "mkdocs-gen-files>=0.5"
   rm -f "$PACK"/whl/numpy-*.whl  # the device's own
   # llama.cpp's programs: the libraries they share with the wheel are linked on the device.
-  local progs="build/cuda/llama.cpp/bin/llama-bench build/cuda/llama.cpp/bin/llama-batched-bench"
+  local progs="build/cuda/llama.cpp/bin/llama-bench build/cuda/llama.cpp/bin/llama-batched-bench \
+    build/cuda/llama.cpp/bin/llama-server"
   cp $progs "$PACK/bin/"
   # Their own libraries (libllama-bench-impl.so, ...), found beside them in the CMake tree.
   local listed=$(unzip -Z1 "$PACK"/whl/llama_cy-*.whl)
@@ -95,7 +97,7 @@ run() {
     > "$OUT/tests.txt"
   cat "$OUT/tests.txt"
   if [[ $steps == *" bench "* ]]; then
-    timeout "${BENCH_S:-240}" $PY bench/gpu.py "$OUT/bench" --work /tmp/lcy-models \
+    timeout "${BENCH_S:-300}" $PY bench/gpu.py "$OUT/bench" --work /tmp/lcy-models \
       --rounds "${ROUNDS:-3}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) 2>&1 | grep -v "^llama\|^load\|^print_info" | tail -60 > "$OUT/bench.log"
     [ -f "$OUT/bench/gpu.md" ] || $PY -c "import sys, json; sys.path.insert(0, 'bench'); import gpu; \
 print(gpu.markdown(json.load(open('$OUT/bench/gpu.json'))))" > "$OUT/bench/gpu.md"  # a partial run
@@ -104,7 +106,7 @@ print(gpu.markdown(json.load(open('$OUT/bench/gpu.json'))))" > "$OUT/bench/gpu.m
   fi
   # What time is left: a part of the suite that runs in it (FILES=tests: all of it).
   # -v: a run cut by its time limit still names each test's outcome.
-  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-100}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
+  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-40}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
     ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
     tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
   [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 
@@ -19,6 +19,8 @@ from llama_cy.server import schema, worker
 from llama_cy.server.core import Server
 from llama_cy.server.inputs import logit_bias, lora_request, messages
 from llama_cy.server.schema import ApiError
+
+T = TypeVar("T")
 
 __all__ = [
     "chat_kwargs",
@@ -198,15 +200,58 @@ def chat_messages(server: Server, value: list[Any], *, allow_empty: bool = False
     return msgs if handler is None else handler.prepare(msgs)
 
 
+#: A request with up to this many characters of text, nothing to compile (grammar, JSON
+#: schema, tools, response format), no media and a short logit bias is prepared on the
+#: event loop: tokenizing and rendering it take well under a millisecond, where a trip
+#: to a worker thread costs a wake-up and a GIL hand-over each way, which under load was
+#: most of the time to first token (bench row (7b)). Anything else goes to a thread.
+LIGHT_TEXT = 16 * 1024
+_COMPILED = ("grammar", "json_schema", "tools", "functions", "response_format")
+
+
+def light(body: Mapping[str, Any], *text: Any) -> bool:
+    """Whether ``body``, whose ``text`` (prompts, messages) is what it tokenizes, is
+    prepared on the event loop (:data:`LIGHT_TEXT`)."""
+    if any(body.get(k) for k in _COMPILED):
+        return False
+    bias = body.get("logit_bias")
+    if bias is not None and (not isinstance(bias, dict | list) or len(bias) > 256):
+        return False
+    budget = LIGHT_TEXT
+    stack = list(text)
+    while stack:  # iterative: a deeply nested body cannot exhaust the Python stack
+        value = stack.pop()
+        if isinstance(value, str):
+            budget -= len(value)
+        elif isinstance(value, dict):
+            if value.get("type", "text") != "text":
+                return False  # an image, audio or file part: media to decode
+            stack += value.values()
+        elif isinstance(value, list):
+            budget -= len(value)
+            stack += value
+        else:
+            budget -= 8
+        if budget < 0:
+            return False
+    return True
+
+
+async def off_loop_if_heavy(body: Mapping[str, Any], text: Any, fn: Callable[[], T]) -> T:
+    """``fn()`` on the event loop for a :func:`light` request, else in a worker thread."""
+    return fn() if light(body, text) else await asyncio.to_thread(fn)
+
+
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
-    """A checked chat body's job (``Preparer.chat`` in a worker thread: rendering,
-    tokenizing and compiling a grammar never block the event loop)."""
+    """A checked chat body's job (``Preparer.chat``; in a worker thread unless the request
+    is :func:`light`: rendering, tokenizing and compiling a grammar never hold the event
+    loop for long)."""
 
     def prepare() -> Job:  # the messages and settings too: a logit_bias can be long
         msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
         return server.preparer.chat(msgs, **chat_kwargs(server, body))
 
-    job = await asyncio.to_thread(prepare)
+    job = await off_loop_if_heavy(body, body["messages"], prepare)
     job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
     return with_generation_fields(job, body, server)
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+import types
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from starlette.requests import Request
@@ -57,7 +58,7 @@ class StreamSession:
         self.cancelled = asyncio.Event()  #: a stop, or a newer request on the conversation
         self._buffer = bytearray()
         self._changed = asyncio.Event()
-        self._readers: weakref.WeakSet[AsyncIterator[bytes]] = weakref.WeakSet()
+        self._readers: weakref.WeakSet[types.AsyncGeneratorType[bytes, None]] = weakref.WeakSet()
 
     @property
     def done(self) -> bool:
@@ -93,18 +94,20 @@ class StreamSession:
 
     @property
     def readers(self) -> int:
-        """The readers that :meth:`read` has handed out and that are still alive."""
-        return len(self._readers)
+        """The readers that :meth:`read` has handed out and that have not ended (a reader
+        whose client left ends at its next wait; whoever still holds the object)."""
+        return sum(1 for r in self._readers if r.ag_frame is not None)
 
     def read(self, offset: int) -> AsyncIterator[bytes]:
         """The bytes from ``offset`` on, as they come, until the session ends (or the
         reader falls behind what is kept: then it stops). A reader counts from this
         call until it is gone, begun or not."""
         reader = self._read(offset)
+        assert isinstance(reader, types.AsyncGeneratorType)
         self._readers.add(reader)
         return reader
 
-    async def _read(self, offset: int) -> AsyncIterator[bytes]:
+    async def _read(self, offset: int) -> AsyncGenerator[bytes, None]:
         while offset >= self.dropped:
             if offset < self.total:
                 start = offset - self.dropped

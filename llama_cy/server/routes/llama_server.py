@@ -25,6 +25,7 @@ from llama_cy.server.requests import (
     chat_messages,
     choice,
     n_choices,
+    off_loop_if_heavy,
     read_body,
     render_kwargs,
     sampling,
@@ -43,13 +44,14 @@ def routes(server: Server) -> list[RouteSpec]:
         server.generating()
         body = await read_body(server, request, schema.NATIVE_COMPLETION, "prompt")
 
-        def prepare() -> list[Job]:  # one trip to a thread: each costs the loop a wake-up
+        def prepare() -> list[Job]:
             prompts = input_prompts(server, body["prompt"])
             return [prepare_native(server, tokens, body) for tokens in prompts]
 
         n = n_choices(server, body)
         jobs: list[tuple[Job, LlamaServerShaper]] = []
-        for job in await asyncio.to_thread(prepare):  # each prompt's n_cmpl results side by side
+        # each prompt's n_cmpl results side by side, as there
+        for job in await off_loop_if_heavy(body, body["prompt"], prepare):
             for j in range(n):
                 one = choice(job, j)
                 jobs.append((one, LlamaServerShaper(server, one, body, index=len(jobs))))

@@ -4,7 +4,6 @@ last also as ``/chat/completions``), and ``/health``. Embeddings are in
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -20,6 +19,7 @@ from llama_cy.server.requests import (
     chat_parser,
     choice,
     n_choices,
+    off_loop_if_heavy,
     prepare_chat,
     read_body,
     sampling,
@@ -94,8 +94,8 @@ def routes(server: Server) -> list[RouteSpec]:
                 for _ in range(n)
             ]
 
-        # one trip to a thread: each costs the loop a wake-up
-        for k, prepared in enumerate(await asyncio.to_thread(prepare)):
+        ready = await off_loop_if_heavy(body, [value, suffix], prepare)
+        for k, prepared in enumerate(ready):
             job = choice(with_generation_fields(prepared, body, server), k % n)
             prefix = server.preparer.text(job.tokens, job.media) if body.get("echo") else ""
             shaper = CompletionShaper(

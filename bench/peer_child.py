@@ -1,0 +1,57 @@
+"""The side of a comparison run by another Python binding of llama.cpp, in its own
+virtual environment: cyllama (its ``LLM``) or xllamacpp (its in-process ``Server``).
+
+usage: peer_child.py JSON   (keys: peer, case, model, prompt, n, threads, n_ctx;
+                             peer: cyllama or xllamacpp; case: completion)
+Prints one JSON object with the timing, measured as bench/cases.py measures ours: one
+greedy completion of ``n`` tokens from an empty cache, wall clock, after an untimed
+warm-up call.
+"""
+
+import json
+import sys
+import time
+from typing import Any
+
+
+def cyllama_completion(a: dict[str, Any]) -> dict[str, Any]:
+    from cyllama import LLM  # type: ignore[import-not-found]
+
+    kw = {"n_ctx": a["n_ctx"], "n_batch": 512, "n_threads": a["threads"]}
+    llm = LLM(a["model"], n_threads_batch=a["threads"], temperature=0.0, **kw)
+    llm(a["prompt"], max_tokens=4)  # warm-up
+    t0 = time.perf_counter()
+    out = llm(a["prompt"], max_tokens=a["n"])
+    wall = time.perf_counter() - t0
+    n_gen = int(out.stats.generated_tokens)
+    return {"n_gen": n_gen, "gen_ms": wall * 1e3, "tokens_per_s": n_gen / wall}
+
+
+def xllamacpp_completion(a: dict[str, Any]) -> dict[str, Any]:
+    import xllamacpp as xlc  # type: ignore[import-not-found]
+
+    params = xlc.CommonParams()
+    params.model.path = a["model"]
+    params.n_ctx = a["n_ctx"]
+    params.n_batch = 512
+    params.n_parallel = 1
+    params.cpuparams.n_threads = a["threads"]
+    params.cpuparams_batch.n_threads = a["threads"]
+    server = xlc.Server(params)
+    body = {"prompt": a["prompt"], "temperature": 0, "cache_prompt": False}
+    server.handle_completions({**body, "max_tokens": 4})  # warm-up
+    t0 = time.perf_counter()
+    out = server.handle_completions({**body, "max_tokens": a["n"]})
+    wall = time.perf_counter() - t0
+    n_gen = int(out["usage"]["completion_tokens"])
+    return {"n_gen": n_gen, "gen_ms": wall * 1e3, "tokens_per_s": n_gen / wall}
+
+
+def main() -> None:
+    a = json.loads(sys.argv[1])
+    run = {"cyllama": cyllama_completion, "xllamacpp": xllamacpp_completion}[a["peer"]]
+    print(json.dumps(run(a)))
+
+
+if __name__ == "__main__":
+    main()
