@@ -155,9 +155,10 @@ def prepare_cyllama() -> Path | None:
     done = subprocess.run(probe, capture_output=True, text=True) if python.is_file() else None
     if done is not None and done.returncode == 0 and done.stdout.strip() == CYLLAMA_VERSION:
         return python
-    found = [shutil.which(f"python3.{v}") for v in (12, 13)]
-    found += [str(p) for p in sorted(Path.home().glob(".pyenv/versions/3.1[23]*/bin/python3"))]
-    base = next((f for f in found if f), None)
+    found = [str(p) for p in sorted(Path.home().glob(".pyenv/versions/3.1[23]*/bin/python3"))]
+    found += [f for f in (shutil.which(f"python3.{v}") for v in (12, 13)) if f]
+    runs = [f for f in found if subprocess.run([f, "-c", ""], capture_output=True).returncode == 0]
+    base = runs[0] if runs else None  # a pyenv shim without that version installed fails
     if base is None:
         print("cyllama left out: it needs CPython >= 3.12, and none was found", flush=True)
         return None
