@@ -2,10 +2,11 @@
 virtual environment: cyllama (its ``LLM``) or xllamacpp (its in-process ``Server``).
 
 usage: peer_child.py JSON   (keys: peer, case, model, prompt, n, threads, n_ctx;
-                             peer: cyllama or xllamacpp; case: completion)
-Prints one JSON object with the timing, measured as bench/cases.py measures ours: one
-greedy completion of ``n`` tokens from an empty cache, wall clock, after an untimed
-warm-up call.
+                             peer: cyllama or xllamacpp; case: completion or greedy)
+Prints one JSON object with the timing, measured as bench/cases.py measures ours.
+completion: one greedy completion of ``n`` tokens from an empty cache, wall clock, after
+an untimed warm-up call. greedy (cyllama: xllamacpp has no token-level API): a Python
+loop over the raw logits, argmax in NumPy, ``n`` tokens after the prompt.
 """
 
 import json
@@ -27,6 +28,35 @@ def cyllama_completion(a: dict[str, Any]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     n_gen = len(pieces)
     return {"n_gen": n_gen, "gen_ms": wall * 1e3, "tokens_per_s": n_gen / wall}
+
+
+def cyllama_greedy(a: dict[str, Any]) -> dict[str, Any]:
+    import cyllama.llama.llama_cpp as cy  # type: ignore[import-not-found]
+    import numpy as np
+
+    cy.disable_logging()
+    cy.ggml_backend_load_all()
+    model = cy.LlamaModel(a["model"], cy.LlamaModelParams())
+    vocab = model.get_vocab()
+    params = cy.LlamaContextParams()
+    params.n_ctx, params.n_batch = a["n_ctx"], 512
+    params.n_threads = params.n_threads_batch = a["threads"]
+    ctx = cy.LlamaContext(model, params)
+    tokens = vocab.tokenize(a["prompt"], add_special=True, parse_special=False)
+    ctx.decode(cy.llama_batch_get_one(tokens))
+    pos, count = len(tokens), 0
+    t0 = time.perf_counter()
+    for i in range(a["n"]):
+        token = int(np.argmax(ctx.get_logits_ith(-1)))  # its logits: a list of floats
+        if vocab.is_eog(token):
+            break
+        count += 1
+        if i == a["n"] - 1:
+            break
+        ctx.decode(cy.llama_batch_get_one([token], pos))
+        pos += 1
+    gen_s = time.perf_counter() - t0
+    return {"n_gen": count, "gen_ms": gen_s * 1e3, "tokens_per_s": count / gen_s}
 
 
 def xllamacpp_completion(a: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +81,11 @@ def xllamacpp_completion(a: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     a = json.loads(sys.argv[1])
-    run = {"cyllama": cyllama_completion, "xllamacpp": xllamacpp_completion}[a["peer"]]
+    run = {
+        ("cyllama", "completion"): cyllama_completion,
+        ("cyllama", "greedy"): cyllama_greedy,
+        ("xllamacpp", "completion"): xllamacpp_completion,
+    }[a["peer"], a["case"]]
     print(json.dumps(run(a)))
 
 

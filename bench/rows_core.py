@@ -16,7 +16,15 @@ from reference_loop import run_reference
 import llama_cy as lc
 
 
-def bench_greedy(rows: list[Comparison], loop: Path, models: dict[str, Path], args: Any) -> None:
+def bench_greedy(
+    rows: list[Comparison],
+    loop: Path,
+    models: dict[str, Path],
+    args: Any,
+    peers: dict[str, Path] | None = None,
+) -> None:
+    """(1) a greedy Python loop over the raw logits against the C++ loop, and against
+    the same loop on cyllama's token-level API (``peers``; xllamacpp has none)."""
     for name, path in models.items():
         n = 16 if args.quick else (128 if name == "gemma" else 256)
         model = lc.LlamaModel.load(path)
@@ -47,6 +55,21 @@ def bench_greedy(rows: list[Comparison], loop: Path, models: dict[str, Path], ar
             cpp,
         )
         rows.append(c)
+        if peers and "cyllama" in peers:
+
+            def cyllama(path: Path = path, n: int = n, py: Path = peers["cyllama"]) -> float:
+                kw = {"model": str(path), "prompt": PROMPT, "n": n, "threads": args.threads}
+                r = peer(py, peer="cyllama", case="greedy", n_ctx=512, **kw)
+                return float(r["tokens_per_s"])
+
+            rows.append(
+                alternate(
+                    Comparison(f"(1) greedy tg, {name}", "tok/s", "-", PEERS["cyllama"]),
+                    args.rounds,
+                    ours,
+                    cyllama,
+                )
+            )
         rows.append(
             Comparison(
                 f"(1) time per token outside llama_decode, {name}",

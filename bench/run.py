@@ -123,17 +123,19 @@ def main() -> None:
     if args.only == "core":
         rows = []
         loop = build_reference(WORK / "loop")
-        bench_greedy(rows, loop, models, args)
+        found = peers(args)
+        bench_greedy(rows, loop, models, args, found)
         python = None if args.no_lcp else prepare_lcp()
-        bench_completion(rows, loop, models, args, python, peers(args))
+        bench_completion(rows, loop, models, args, python, found)
         print(f"wrote {report(rows, args, args.out, suffix='-core')}")
         return
     loop = build_reference(WORK / "loop")
     rows = []
-    bench_greedy(rows, loop, models, args)
+    found = peers(args)
+    bench_greedy(rows, loop, models, args, found)
     bench_load(rows, loop, models, args)
     python = None if args.no_lcp else prepare_lcp()
-    bench_completion(rows, loop, models, args, python, peers(args))
+    bench_completion(rows, loop, models, args, python, found)
     if not args.quick:
         tools = native.build_tools(WORK / "native")
         bench_sampling(rows, loop, models, args, python)
