@@ -68,6 +68,10 @@ class Task:
     slot: int = -1
     #: the scale of each of the engine's LoRA adapters for this request
     lora: tuple[float, ...] = ()
+    #: the chunks go to the queue all at once when the task ends (an answer sent whole:
+    #: its event loop wakes once for it, not once a step)
+    whole: bool = False
+    held: list[CompletionChunk] = field(default_factory=list)
 
 
 class Engine:
@@ -274,10 +278,12 @@ class Engine:
         cache_reuse: int = 0,
         id_slot: int = -1,
         lora: tuple[float, ...] | None = None,
+        whole: bool = False,
     ) -> list[Task]:
         """:meth:`submit` each of a request's jobs, queued at once (as llama-server posts
         a request's tasks together): they start in the same step, so their prompts are
-        decoded in the same batches, whichever was ready first."""
+        decoded in the same batches, whichever was ready first. ``whole``: each task's
+        chunks are handed over together when it ends (:attr:`Task.whole`)."""
         scales = tuple(lora) if lora is not None else (0.0,) * len(self.loras)
         if len(scales) != len(self.loras):
             raise ValueError(f"lora: expected {len(self.loras)} scales, got {len(scales)}")
@@ -298,6 +304,7 @@ class Engine:
                 task.cache_reuse = cache_reuse
                 task.id_slot = id_slot
                 task.lora = scales
+                task.whole = whole
                 tasks.append(task)
             self._queue.extend(tasks)
             self._cond.notify()
@@ -601,9 +608,15 @@ class Engine:
                 self.n_draft_accepted += s.n_draft_accepted - accepted_before
             if chunk is None:
                 continue
+            if chunk.stop_reason is None and task.whole:
+                task.held.append(chunk)
+                continue
             if chunk.stop_reason is not None:
                 with self._cond:  # free the slot before the client hears that it is done
                     self.tasks[s.id] = None
+            if task.held:
+                self._outbox += [(task, c) for c in task.held]
+                task.held = []
             self._outbox.append((task, chunk))
         self._flush()
 

@@ -105,6 +105,7 @@ async def run(
             cache_reuse=_cache_reuse(server, body),
             id_slot=body.get("id_slot", -1),
             lora=lora_for(server, body.get("lora")),
+            whole=not body.get("stream"),
         )
     except BaseException:
         if session is not None:
