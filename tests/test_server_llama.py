@@ -630,6 +630,14 @@ def test_props_metrics_and_cors(server: Server) -> None:
     assert resp.status == 200
     assert resp.getheader("Access-Control-Allow-Origin") == "http://example.org"
     assert resp.getheader("Access-Control-Allow-Methods") == "GET, POST, DELETE, OPTIONS"
+    # Spelled as llama-server spells them: its own tests read them from a plain dict.
+    names = {name for name, _ in resp.getheaders()}
+    assert {"Access-Control-Allow-Origin", "Access-Control-Allow-Methods"} <= names
+    resp.read()
+    conn.request("GET", "/metrics")
+    resp = conn.getresponse()
+    assert "Process-Start-Time-Unix" in {name for name, _ in resp.getheaders()}
+    resp.read()
     conn.close()
     status, _, page = server.request("GET", "/")
     assert status == 200

@@ -153,6 +153,10 @@ def _run(
 
     config = uvicorn.Config(
         app,
+        # h11 keeps response header names as written (Access-Control-Allow-Origin, as
+        # llama-server spells them; clients and llama-server's own tests read them
+        # exactly); uvicorn's httptools protocol lowercases them.
+        http="h11",
         log_level="warning",
         timeout_graceful_shutdown=5,
         timeout_keep_alive=timeout_keep_alive,
