@@ -274,7 +274,7 @@ async def _merge(
         async for ready in _drain(engine, tasks[0], ping):
             yield [(0, chunk) for chunk in ready]
         return
-    streams = {i: _drain(engine, t, ping) for i, t in enumerate(tasks)}
+    streams = {i: _drain(engine, t, None) for i, t in enumerate(tasks)}  # pings: below
     pending: dict[asyncio.Task[list[CompletionChunk] | None], int] = {}
     try:
         for i, it in streams.items():
