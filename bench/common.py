@@ -169,10 +169,11 @@ def prepare_cyllama() -> Path | None:
     return python
 
 
-def peer(python: Path, **kw: Any) -> dict[str, Any]:
-    """One timing from bench/peer_child.py in a peer's virtual environment."""
+def child(script: str, python: Path, **kw: Any) -> dict[str, Any]:
+    """One timing from the bench's ``script`` run by another environment's ``python``
+    (its last line of output: JSON)."""
     out = subprocess.run(
-        [str(python), str(Path(__file__).with_name("peer_child.py")), json.dumps(kw)],
+        [str(python), str(Path(__file__).with_name(script)), json.dumps(kw)],
         capture_output=True,
         text=True,
         check=True,
@@ -181,12 +182,11 @@ def peer(python: Path, **kw: Any) -> dict[str, Any]:
     return result
 
 
+def peer(python: Path, **kw: Any) -> dict[str, Any]:
+    """bench/peer_child.py in a peer's virtual environment."""
+    return child("peer_child.py", python, **kw)
+
+
 def lcp(python: Path, **kw: Any) -> dict[str, Any]:
-    out = subprocess.run(
-        [str(python), str(Path(__file__).with_name("lcp_child.py")), json.dumps(kw)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
+    """bench/lcp_child.py in llama-cpp-python's virtual environment."""
+    return child("lcp_child.py", python, **kw)

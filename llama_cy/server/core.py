@@ -32,8 +32,9 @@ from llama_cy.embedding import Embedder
 from llama_cy.media import MediaSource
 from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
-from llama_cy.server.engine import Engine, RateWindow
+from llama_cy.server.engine import Engine
 from llama_cy.server.modalities import architecture, media_marker
+from llama_cy.server.rate_window import RateWindow
 from llama_cy.server.schema import ApiError
 from llama_cy.server.settings import (
     ServerSettings,

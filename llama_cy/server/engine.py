@@ -39,6 +39,7 @@ from llama_cy.errors import LlamaError
 from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.server.prompt_cache import PromptCache
+from llama_cy.server.rate_window import RateWindow
 from llama_cy.speculative import speculator
 
 __all__ = ["Engine", "QueueFullError", "Task"]
@@ -658,31 +659,6 @@ class Engine:
             self._free(s)
         if task is not None:
             self._outbox.append((task, exc))
-
-
-class RateWindow:
-    """Tokens and seconds since the last reading: llama-server's throughput gauges cover
-    the time between two /metrics scrapes."""
-
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self.n_prompt = self.n_gen = 0
-        self.t_prompt = self.t_gen = 0.0
-
-    def add(self, n_prompt: int, t_prompt: float, n_gen: int, t_gen: float) -> None:
-        self.n_prompt += n_prompt
-        self.t_prompt += t_prompt
-        self.n_gen += n_gen
-        self.t_gen += t_gen
-
-    def read(self) -> tuple[float, float]:
-        """Prompt and generation tokens per second since the last read (then reset)."""
-        prompt = self.n_prompt / self.t_prompt if self.t_prompt else 0.0
-        gen = self.n_gen / self.t_gen if self.t_gen else 0.0
-        self._reset()
-        return prompt, gen
 
 
 def _deliver(items: list[tuple[Task, Any]]) -> None:
