@@ -313,14 +313,39 @@ class Engine:
 
     async def results(self, task: Task) -> AsyncGenerator[CompletionChunk, None]:
         """The chunks of ``task``; leaving early (a client gone) cancels it."""
+        async for ready in self.ready(task, None):
+            for chunk in ready:
+                yield chunk
+
+    async def ready(
+        self, task: Task, ping: float | None
+    ) -> AsyncGenerator[list[CompletionChunk], None]:
+        """:meth:`results`, every chunk ready at once in one list (an empty list after
+        ``ping`` seconds without any): no suspension per chunk, which counts at GPU token
+        rates. Leaving early cancels the task."""
+        queue = task.queue
         try:
             while True:
-                item = await task.queue.get()
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-                if item.stop_reason is not None:
-                    return
+                items = []
+                if queue.empty():
+                    try:
+                        items.append(await asyncio.wait_for(queue.get(), ping))
+                    except TimeoutError:  # only with a ping
+                        yield []
+                        continue
+                while not queue.empty():
+                    items.append(queue.get_nowait())
+                done: list[CompletionChunk] = []
+                for item in items:
+                    if isinstance(item, BaseException):
+                        if done:
+                            yield done
+                        raise item
+                    done.append(item)
+                    if item.stop_reason is not None:
+                        yield done
+                        return
+                yield done
         finally:
             self.cancel(task)
 

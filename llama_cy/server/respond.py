@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -262,7 +262,7 @@ def _stopper(request: Request, session: StreamSession | None) -> Stopper:
 
 
 async def _collect(engine: Engine, task: Task) -> list[CompletionChunk]:
-    return [c async for ready in _drain(engine, task, None) for c in ready]
+    return [c async for ready in engine.ready(task, None) for c in ready]
 
 
 async def _merge(
@@ -271,10 +271,10 @@ async def _merge(
     """The chunks of several tasks as they come, with the task's index, in lists of
     those ready at once; an empty list after ``ping`` seconds without any."""
     if len(tasks) == 1:
-        async for ready in _drain(engine, tasks[0], ping):
+        async for ready in engine.ready(tasks[0], ping):
             yield [(0, chunk) for chunk in ready]
         return
-    streams = {i: _drain(engine, t, None) for i, t in enumerate(tasks)}  # pings: below
+    streams = {i: engine.ready(t, None) for i, t in enumerate(tasks)}  # pings: below
     pending: dict[asyncio.Task[list[CompletionChunk] | None], int] = {}
     try:
         for i, it in streams.items():
@@ -299,43 +299,6 @@ async def _merge(
             fut.cancel()
         for it in streams.values():
             await it.aclose()
-
-
-async def _drain(
-    engine: Engine, task: Task, ping: float | None
-) -> AsyncGenerator[list[CompletionChunk], None]:
-    """``task``'s chunks, every one that is ready at once in one list (an empty list
-    after ``ping`` seconds without any): :meth:`Engine.results` without a suspension per
-    chunk, which counts at GPU token rates. Leaving early cancels the task."""
-    queue = task.queue
-    try:
-        while True:
-            if queue.empty():
-                if ping is None:
-                    items = [await queue.get()]
-                else:
-                    try:
-                        items = [await asyncio.wait_for(queue.get(), ping)]
-                    except TimeoutError:
-                        yield []
-                        continue
-            else:
-                items = []
-            while not queue.empty():
-                items.append(queue.get_nowait())
-            ready: list[CompletionChunk] = []
-            for item in items:
-                if isinstance(item, BaseException):
-                    if ready:
-                        yield ready
-                    raise item
-                ready.append(item)
-                if item.stop_reason is not None:
-                    yield ready
-                    return
-            yield ready
-    finally:
-        engine.cancel(task)
 
 
 async def _next(it: AsyncIterator[list[CompletionChunk]]) -> list[CompletionChunk] | None:
