@@ -128,17 +128,28 @@ def prepare_lcp() -> Path | None:
     return python
 
 
-def prepare_xlc() -> Path:
-    """xllamacpp's wheel from PyPI in its own virtual environment."""
+def prepare_xlc() -> Path | None:
+    """xllamacpp's wheel from PyPI in its own virtual environment; None, said, where the
+    index has no such wheel (a mirror may hold only the project's own dependencies)."""
     venv = WORK / "xlc-venv"
     python = venv / "bin" / "python"
     probe = [str(python), "-c", "import xllamacpp; print(xllamacpp.__version__)"]
     done = subprocess.run(probe, capture_output=True, text=True) if python.is_file() else None
     if done is not None and done.returncode == 0 and done.stdout.strip() == XLC_VERSION:
         return python
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "-q", f"xllamacpp=={XLC_VERSION}"]
-    subprocess.run(pip, check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    return _install(python, f"xllamacpp=={XLC_VERSION}")
+
+
+def _install(python: Path, requirement: str) -> Path | None:
+    """pip installs ``requirement`` into ``python``'s environment; None, with pip's reason
+    printed, where it cannot (the peer is then left out of the run, not the run stopped)."""
+    pip = [str(python), "-m", "pip", "install", "-q", requirement]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
+        print(f"{requirement} left out: pip could not install it ({reason})", flush=True)
+        return None
     return python
 
 
@@ -163,10 +174,7 @@ def prepare_cyllama() -> Path | None:
         print("cyllama left out: it needs CPython >= 3.12, and none was found", flush=True)
         return None
     subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", f"cyllama=={CYLLAMA_VERSION}"], check=True
-    )
-    return python
+    return _install(python, f"cyllama=={CYLLAMA_VERSION}")
 
 
 def child(script: str, python: Path, **kw: Any) -> dict[str, Any]:

@@ -49,7 +49,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: tiny model, one round, C++ loop only"
+        "--quick",
+        action="store_true",
+        help="smoke run: tiny model, one round, C++ loop only (no peers)",
     )
     parser.add_argument("--no-lcp", action="store_true", help="leave llama-cpp-python out")
     parser.add_argument("--no-peers", action="store_true", help="leave xllamacpp out")
@@ -73,7 +75,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.no_lcp = 1, True
+        args.rounds, args.no_lcp, args.no_peers = 1, True, True
 
     WORK.mkdir(parents=True, exist_ok=True)
     models = prepare_models(args.quick)
