@@ -158,6 +158,7 @@ def _run(
         # exactly); uvicorn's httptools protocol lowercases them.
         http="h11",
         log_level="warning",
+        access_log=False,  # at level warning its lines never show; their arguments cost
         timeout_graceful_shutdown=5,
         timeout_keep_alive=timeout_keep_alive,
         ssl_keyfile=ssl_keyfile,

@@ -318,4 +318,4 @@ class Cors:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        await self.app(scope, receive, send_with_cors)
+        await self.app(scope, receive, send_with_cors if extra else send)

@@ -54,13 +54,17 @@ class QueueFullError(LlamaError, RuntimeError):
 
 @dataclass(eq=False)
 class Task:
-    """One request: its job, its samplers, and the queue its chunks go to."""
+    """One request: its job, its samplers, and the inbox its chunks go to."""
 
     id: int
     job: Job
     samplers: tuple[LlamaSampler, LlamaSampler | None]
     loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[CompletionChunk | BaseException] = field(default_factory=asyncio.Queue)
+    #: what reached the event loop and was not read yet: chunks, or the error that ends
+    #: the task (a list and a future, not an asyncio.Queue: at GPU token rates the
+    #: queue's and wait_for's machinery cost more than the rest of a streamed token)
+    inbox: list[CompletionChunk | BaseException] = field(default_factory=list)
+    waiter: asyncio.Future[None] | None = None
     created: float = field(default_factory=time.perf_counter)
     cancelled: bool = False
     cache_prompt: bool = True
@@ -73,6 +77,13 @@ class Task:
     #: its event loop wakes once for it, not once a step)
     whole: bool = False
     held: list[CompletionChunk] = field(default_factory=list)
+
+    def put(self, item: CompletionChunk | BaseException) -> None:
+        """``item`` into the inbox, waking the reader (on the task's event loop)."""
+        self.inbox.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
 
 class Engine:
@@ -323,18 +334,22 @@ class Engine:
         """:meth:`results`, every chunk ready at once in one list (an empty list after
         ``ping`` seconds without any): no suspension per chunk, which counts at GPU token
         rates. Leaving early cancels the task."""
-        queue = task.queue
+        loop = task.loop
         try:
             while True:
-                items = []
-                if queue.empty():
+                if not task.inbox:
+                    waiter = task.waiter = loop.create_future()
+                    timer = None if ping is None else loop.call_later(ping, _ping, waiter)
                     try:
-                        items.append(await asyncio.wait_for(queue.get(), ping))
-                    except TimeoutError:  # only with a ping
+                        await waiter
+                    finally:
+                        task.waiter = None
+                        if timer is not None:
+                            timer.cancel()
+                    if not task.inbox:  # only with a ping
                         yield []
                         continue
-                while not queue.empty():
-                    items.append(queue.get_nowait())
+                items, task.inbox = task.inbox, []
                 done: list[CompletionChunk] = []
                 for item in items:
                     if isinstance(item, BaseException):
@@ -688,4 +703,9 @@ class Engine:
 
 def _deliver(items: list[tuple[Task, Any]]) -> None:
     for task, item in items:
-        task.queue.put_nowait(item)
+        task.put(item)
+
+
+def _ping(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

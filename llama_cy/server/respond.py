@@ -250,13 +250,13 @@ def _stopper(request: Request, session: StreamSession | None) -> Stopper:
             if message["type"] == "http.disconnect":
                 break
         engine.cancel(task)
-        task.queue.put_nowait(GoneError("the client disconnected"))
+        task.put(GoneError("the client disconnected"))
 
     async def on_stop(engine: Engine, task: Task) -> None:
         assert session is not None
         await session.cancelled.wait()
         engine.cancel(task)
-        task.queue.put_nowait(GoneError("the stream was stopped"))
+        task.put(GoneError("the stream was stopped"))
 
     return on_disconnect if session is None else on_stop
 
@@ -308,13 +308,14 @@ async def _next(it: AsyncIterator[list[CompletionChunk]]) -> list[CompletionChun
         return None
 
 
+#: json.dumps with arguments builds an encoder per call; a streamed token needs one call
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def sse(obj: Any, event: str | None = None, *, pieces: bool = False) -> str:
     """One server-sent event with ``obj`` as JSON (and a name, as Anthropic's events);
     ``pieces``: encoded in short C calls (:func:`worker.dumps`), for a large ``obj``."""
-    if pieces:
-        data = worker.dumps(obj, allow_nan=True).decode("utf-8")
-    else:
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    data = worker.dumps(obj, allow_nan=True).decode("utf-8") if pieces else _encode(obj)
     return f"event: {event}\ndata: {data}\n\n" if event else f"data: {data}\n\n"
 
 
