@@ -108,6 +108,10 @@ class Completion:
     stop: str | None = None  #: the stop string that matched
     #: a context shift dropped part of the context on the way (llama-server's ``truncated``)
     truncated: bool = False
+    #: with :attr:`Job.prompt_logprobs`: one entry per prompt token after a leading BOS,
+    #: each token's log-probability given those before it (the first has no row to come
+    #: from: NaN); offsets count from the start of the prompt's text
+    prompt_logprobs: list[TokenLogprob] | None = None
 
     @property
     def finish_reason(self) -> Literal["stop", "length"]:
@@ -152,6 +156,8 @@ class CompletionChunk:
     stop: str | None = None
     progress: PromptProgress | None = None
     truncated: bool = False  #: on the last chunk: a context shift happened
+    #: on the first chunk of a job that asks for them: :attr:`Completion.prompt_logprobs`
+    prompt_logprobs: list[TokenLogprob] | None = None
 
 
 def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
@@ -159,12 +165,15 @@ def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
     texts: list[str] = []
     tokens: list[int] = []
     logprobs: list[TokenLogprob] | None = None
+    prompt_logprobs: list[TokenLogprob] | None = None
     last: CompletionChunk | None = None
     for chunk in chunks:
         texts.append(chunk.text)
         tokens.extend(chunk.tokens)
         if chunk.logprobs is not None:
             logprobs = (logprobs or []) + chunk.logprobs
+        if chunk.prompt_logprobs is not None:
+            prompt_logprobs = chunk.prompt_logprobs
         last = chunk
     if last is None or last.stop_reason is None or last.timings is None:
         raise ValueError("the stream ended before its last chunk")
@@ -178,4 +187,5 @@ def join_chunks(chunks: Iterable[CompletionChunk]) -> Completion:
         last.prompt_tokens,
         last.stop,
         last.truncated,
+        prompt_logprobs,
     )

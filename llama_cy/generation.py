@@ -28,8 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,13 +42,14 @@ from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
 from llama_cy.checkpoints import Checkpoints, user_starts
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
 from llama_cy.errors import ContextOverflowError
+from llama_cy.job import PROMPT_LOGPROB_ROWS, Job, StoppingCriteria, backend_sampling_blocker
 from llama_cy.prompt_media import Media, media_token
 from llama_cy.rejection import verify
-from llama_cy.sampling import ReasoningBudget, SamplingParams, build_sampler
-from llama_cy.streaming import CompletionOutput, preserved_tokens
+from llama_cy.sampling import build_sampler
+from llama_cy.streaming import CompletionOutput, PromptLogprobs, preserved_tokens
 
 if TYPE_CHECKING:
-    from llama_cy.chat import ChatPrompt
+    pass
 
 __all__ = [
     "Job",
@@ -64,72 +64,6 @@ __all__ = [
 
 _log = logging.getLogger("llama_cy")
 
-#: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
-StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """What to generate: the prompt's tokens, how to sample, and when to stop.
-
-    ``max_tokens`` of None (or <= 0) runs until the model stops or the context is full.
-    ``n_logprobs`` of None computes no log-probabilities; N >= 0 computes each token's
-    and the N best alternatives': the model's, or with ``post_sampling_probs`` those the
-    sampler chain left. ``parse_tool_calls``: the reply is read for tool calls.
-    """
-
-    tokens: list[int]
-    params: SamplingParams
-    max_tokens: int | None = None
-    stop: tuple[str, ...] = ()
-    n_logprobs: int | None = None
-    stopping_criteria: tuple[StoppingCriteria, ...] = ()
-    chat: ChatPrompt | None = None
-    parse_tool_calls: bool = False
-    reasoning_budget: ReasoningBudget | None = None
-    #: every chunk carries the timings so far (llama-server's ``timings_per_token``)
-    timings_per_token: bool = False
-    #: chunks report the prompt's progress while it is decoded (``return_progress``)
-    progress: bool = False
-    #: logprobs from the sampler chain's candidates, not the raw logits
-    post_sampling_probs: bool = False
-    #: the prompt's images and clips (their positions in ``tokens`` are stand-ins)
-    media: Media | None = None
-    #: sample in the graph (llama-server's ``backend_sampling``); None: the sequence's default
-    backend_sampling: bool | None = None
-    #: (role, text) where messages start, for checkpoints (llama-server's message_delimiters)
-    message_delimiters: tuple[tuple[str, str], ...] = ()
-    #: llama-server's n_indent, t_max_predict_ms (0: off), a context shift's n_keep (after
-    #: the BOS; -1: all; None: the sequence's) and n_discard (0: half), and the special
-    #: tokens shown as text besides the chat format's (its preserved_tokens)
-    n_indent: int = 0
-    t_max_predict_ms: int = 0
-    n_keep: int | None = None
-    n_discard: int = 0
-    preserved: frozenset[int] = frozenset()
-
-
-def backend_sampling_blocker(
-    job: Job, grammar: LlamaSampler | None, spec: Speculator | None
-) -> str | None:
-    """Why ``job`` cannot sample in the graph, or None. The graph keeps no full logits for
-    an attached sequence, and picks its token before any CPU stage could veto it."""
-    if grammar is not None or job.params.grammar is not None:
-        return "grammar"  # llama.cpp's common sampler says the same
-    if job.reasoning_budget is not None:
-        return "reasoning budget"
-    if job.n_logprobs is not None:
-        return "log-probabilities (n_probs: the CPU chain's candidates give them)"
-    if job.stopping_criteria:
-        return "stopping criteria (they read the full logits)"
-    if job.params.logits_processor:
-        return "logits processors (they read the full logits)"
-    if spec is not None:
-        return "speculative decoding in llama_cy (drafts are verified on the CPU chain)"
-    if job.media is not None:
-        return "media input"
-    return None
-
 
 class KVSequence:
     """Sequence ``id`` of ``ctx``: the tokens its KV cache holds and the job it runs.
@@ -143,6 +77,7 @@ class KVSequence:
 
     __slots__ = (
         "_added",
+        "_first_row",
         "backend_sampling",
         "cache",
         "chain",
@@ -211,6 +146,7 @@ class KVSequence:
         self.t_prompt = 0.0
         self.last_used = 0.0
         self._added: list[int] = []
+        self._first_row = 0  #: the batch row of the prompt chunk this step added
         self.spec = spec
         self.draft: list[int] = []  # drafted tokens decoded after self.token this step
         self.rows: list[int] = []  # their output rows in the batch (self.token's first)
@@ -249,6 +185,7 @@ class KVSequence:
         token limit of a job that sets none (the server's ``--n-predict``, which a
         request's own limit overrides, as in llama-server)."""
         prompt = job.tokens
+        cache_prompt = cache_prompt and not job.prompt_logprobs  # every row is needed
         n = common_prefix(self.cache, prompt) if cache_prompt else 0
         if cache_prompt and cache_reuse > 0:  # --cache-reuse: repeated chunks moved into place
             ctxs: list[Shiftable] = [self.ctx] if self.spec is None else [self.ctx, self.spec]
@@ -292,6 +229,8 @@ class KVSequence:
             n_indent=job.n_indent,
             t_max_predict_ms=job.t_max_predict_ms,
         )
+        if job.prompt_logprobs:
+            self.gen.prompt = PromptLogprobs(self.model, prompt, job.n_logprobs or 0)
         self.token = -1
         self.i_batch = -1
         self.n_cached = n
@@ -434,22 +373,29 @@ class KVSequence:
                 self._added = []
                 return 0
         end = start + min(room, left)
+        if job.prompt_logprobs:
+            end = min(end, start + PROMPT_LOGPROB_ROWS)
         if media is None:
             end = self.checkpoints.chunk_end(start, end, len(job.tokens))
             self.checkpoints.before_chunk(start, end, len(job.tokens), id(job))
         chunk = job.tokens[start:end]
         last = start + len(chunk) == len(job.tokens)
+        self._first_row = batch.n_tokens
         batch.add_sequence(chunk, self._pos(start), self.id, logits_last=last)
-        if self.spec is not None and self.spec.all_outputs:  # draft-mtp reads every row
-            batch.output[batch.n_tokens - len(chunk) : batch.n_tokens] = 1
+        if job.prompt_logprobs or (self.spec is not None and self.spec.all_outputs):
+            batch.output[batch.n_tokens - len(chunk) : batch.n_tokens] = 1  # every row read
         if last:
             self.i_batch = batch.n_tokens - 1
         self._added = chunk
         return len(chunk)
 
     def decoded(self) -> None:
-        """The batch went into the KV cache: what this sequence added is now cached."""
-        self.cache.extend(self._added)
+        """The batch went into the KV cache: what this sequence added is now cached (and
+        a prompt chunk's rows read, for a job that asks for its log-probabilities)."""
+        gen, added = self.gen, self._added
+        if gen is not None and gen.prompt is not None and self.token < 0 and added:
+            gen.prompt.rows(self.ctx, len(self.cache), self._first_row, len(added))
+        self.cache.extend(added)
         self._added = []
 
     def failed(self) -> None:

@@ -607,7 +607,7 @@ class Llama:
         echo = bool(kwargs.pop("echo", False))
         model = kwargs.pop("model", None)
         options = kwargs.pop("stream_options", None)
-        job = self.preparer.completion(prompt, **kwargs)
+        job = self.preparer.completion(prompt, prompt_logprobs=echo, **kwargs)
         prefix = self.preparer.text(job.tokens) if echo else ""
         shaper = CompletionShaper(
             model or self.model_path,

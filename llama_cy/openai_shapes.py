@@ -118,7 +118,8 @@ class CompletionShaper(Shaper):
         if self._offset is None:
             self._offset = 0
             if self.prefix:
-                out.append(self._dict(self.prefix, None, None))
+                echoed = chunk.prompt_logprobs if self.logprobs else None
+                out.append(self._dict(self.prefix, prompt_logprobs(echoed), None))
                 self._offset = len(self.prefix)
         lp = completion_logprobs(chunk.logprobs, self._offset) if self.logprobs else None
         self._offset += len(chunk.text)
@@ -138,6 +139,9 @@ class CompletionShaper(Shaper):
 
     def whole(self, done: Completion) -> dict[str, Any]:
         lp = completion_logprobs(done.logprobs, len(self.prefix)) if self.logprobs else None
+        echoed = prompt_logprobs(done.prompt_logprobs) if self.prefix else None
+        if lp is not None and echoed is not None:
+            lp = {k: echoed[k] + lp[k] for k in lp}
         out = {
             **self._dict(self.prefix + done.text, lp, done.finish_reason),
             "usage": self._usage(done.prompt_tokens, len(done.tokens), done.timings),
@@ -256,6 +260,15 @@ def completion_logprobs(lps: list[TokenLogprob] | None, offset: int) -> dict[str
         "token_logprobs": [lp.logprob for lp in lps],
         "top_logprobs": [{p.decode("utf-8", "replace"): v for _, p, v in lp.top} for lp in lps],
     }
+
+
+def prompt_logprobs(lps: list[TokenLogprob] | None) -> dict[str, Any] | None:
+    """:func:`completion_logprobs` of an echoed prompt (offsets from its start), the first
+    token's log-probability and alternatives null, as llama-cpp-python gives them."""
+    out = completion_logprobs(lps, 0)
+    if out is not None and lps:
+        out["token_logprobs"][0] = out["top_logprobs"][0] = None
+    return out
 
 
 def chat_logprobs(

@@ -238,13 +238,20 @@ class Preparer:
         stopping_criteria: Sequence[StoppingCriteria] | StoppingCriteria | None = None,
         add_bos: bool = True,
         media: Media | None = None,
+        prompt_logprobs: bool = False,
         **sampling: Any,
     ) -> Job:
         """A text completion's job (``suffix``: fill-in-the-middle; ``media``: the
-        images of ``prompt``, tokens from :meth:`media_prompt`)."""
+        images of ``prompt``, tokens from :meth:`media_prompt`; ``prompt_logprobs``: the
+        prompt's log-probabilities too, where ``logprobs`` is given)."""
         if media is not None:
             if suffix is not None:
                 raise ValueError("a prompt with media cannot take a suffix")
+            if prompt_logprobs and logprobs is not None:
+                raise ValueError(
+                    "echo with logprobs: a prompt with media has no log-probabilities "
+                    "at its images' positions"
+                )
             tokens = [int(t) for t in prompt]
         else:
             tokens = self._completion_tokens(prompt, suffix, add_bos)
@@ -259,6 +266,7 @@ class Preparer:
             logprobs,
             _callables(stopping_criteria),
             media=media,
+            prompt_logprobs=prompt_logprobs and logprobs is not None,
         )
 
     def _completion_tokens(

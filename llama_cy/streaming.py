@@ -159,6 +159,7 @@ class CompletionOutput:
         "model",
         "n_logprobs",
         "n_prompt",
+        "prompt",
         "reason",
         "special_tokens",
         "text",
@@ -191,6 +192,9 @@ class CompletionOutput:
         self.reason: StopReason | None = None
         self._tokens: list[int] = []
         self._logprobs: list[TokenLogprob] | None = [] if n_logprobs is not None else None
+        #: the prompt's log-probabilities, for a job that asks for them (set by its
+        #: sequence); the first chunk carries them
+        self.prompt: PromptLogprobs | None = None
 
     def add(
         self, ctx: LlamaContext, token: int, i: int = -1, candidates: Candidates | None = None
@@ -234,6 +238,8 @@ class CompletionOutput:
         chunk = CompletionChunk(text, self._tokens, self._logprobs)
         self._tokens = []
         self._logprobs = [] if self._logprobs is not None else None
+        if self.prompt is not None:
+            chunk.prompt_logprobs, self.prompt = self.prompt.entries, None
         return chunk
 
     def finish(self, text: str, timings: Timings) -> CompletionChunk:
@@ -247,9 +253,57 @@ class CompletionOutput:
         logprobs = self._logprobs
         if logprobs is not None:  # tokens of a cut stop string are not part of the text
             logprobs = [lp for lp in logprobs if lp.offset < self.text.emitted]
-        return CompletionChunk(
+        chunk = CompletionChunk(
             text, self._tokens, logprobs, self.reason, timings, self.n_prompt, self.text.stop
         )
+        if self.prompt is not None:
+            chunk.prompt_logprobs, self.prompt = self.prompt.entries, None
+        return chunk
+
+
+class PromptLogprobs:
+    """A prompt's log-probabilities as llama-cpp-python's ``echo=True`` gives them: one
+    entry per token after a leading BOS (BOS tokens are skipped), each the token's
+    log-probability given the tokens before it, with the ``n_top`` best alternatives; the
+    first entry has no row to come from (NaN). Offsets are characters of the prompt's
+    text (pieces without special tokens, invalid UTF-8 dropped), from its start."""
+
+    __slots__ = ("_chars", "_decoder", "entries", "first", "model", "n_top", "tokens")
+
+    def __init__(self, model: LlamaModel, tokens: list[int], n_top: int) -> None:
+        self.model, self.tokens, self.n_top = model, tokens, n_top
+        self.entries: list[TokenLogprob] = []
+        self.first = 1 if tokens and tokens[0] == model.token_bos else 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+        self._chars = 0
+
+    def rows(self, ctx: LlamaContext, start: int, row: int, n: int) -> None:
+        """Take output rows ``row`` .. ``row + n - 1``: the logits after prompt positions
+        ``start`` .. ``start + n - 1`` (the chunk just decoded)."""
+        tokens, model = self.tokens, self.model
+        if start == 0:  # the tokens before the first entry have no entry of their own
+            for t in tokens[: self.first]:
+                self._chars += len(self._decoder.decode(model.token_to_piece(t)))
+            if self.first < len(tokens):
+                self._add(ctx, self.first, -1)
+        for k in range(n):
+            q = start + k + 1  # the token that row predicts
+            if self.first < q < len(tokens):
+                self._add(ctx, q, row + k)
+
+    def _add(self, ctx: LlamaContext, q: int, row: int) -> None:
+        token = self.tokens[q]
+        piece = self.model.token_to_piece(token)
+        offset = self._chars
+        self._chars += len(self._decoder.decode(piece))
+        if token == self.model.token_bos:
+            return
+        if row < 0:
+            self.entries.append(TokenLogprob(token, piece, float("nan"), (), offset))
+        else:
+            self.entries.append(
+                token_logprob(ctx, self.model, token, piece, self.n_top, offset, row)
+            )
 
 
 def token_logprob(

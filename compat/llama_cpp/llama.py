@@ -14,6 +14,7 @@ import inspect
 import operator
 import os
 import random
+from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from llama_cy.sampling import (
 from . import llama_chat_format, llama_cpp
 from ._enums import enum_name, enum_value
 from ._internals import LlamaCyContext
+from ._scores import reserve
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache
 from .llama_grammar import LlamaGrammar as _LlamaGrammar
 from .llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
@@ -174,11 +176,8 @@ class Llama(llama_cy.Llama):
         # passes device=, n_parts=, f16_kv=...): so does this class, for the keywords
         # that llama_cy's Llama does not take either.
         kwargs = {k: v for k, v in kwargs.items() if k in _LLAMA_CY_KEYWORDS}
-        if lora_base is not None:
-            raise NotImplementedError(
-                "lora_base: llama.cpp dropped it (an adapter applies to the model it is "
-                "loaded on); llama-cpp-python passes it to nothing either"
-            )
+        # lora_base: kept as an attribute and passed to nothing, as llama-cpp-python
+        # does since llama.cpp dropped it (an adapter applies to the model it is loaded on).
         if spm_infill:
             raise NotImplementedError("spm_infill=True (suffix-prefix-middle order)")
         if chat_format in ("functionary-v1", "functionary-v2"):
@@ -325,7 +324,10 @@ class Llama(llama_cy.Llama):
         # The output row of the logits the next sample() reads: the last eval's last
         # token's, or None when the cache holds tokens whose logits are gone.
         self._logits_at: int | None = None
-        self._eval_scores: npt.NDArray[np.single] | None = None
+        # llama-cpp-python's buffer of logits by position (row i: after token i), reserved
+        # rather than allocated: see _scores.py
+        rows = self._ctx.n_ctx if logits_all else self.n_batch
+        self.scores: npt.NDArray[np.single] = reserve(rows, self.n_vocab())
 
     @classmethod
     def from_model(cls, model: llama_cy.LlamaModel, **params: Any) -> Llama:
@@ -413,16 +415,20 @@ class Llama(llama_cy.Llama):
         return np.asarray(self._seq.cache, dtype=np.intc)
 
     @property
-    def scores(self) -> npt.NDArray[np.single]:
-        """Logits of the last eval: every row of it with ``logits_all=True``, else its
-        last token's (a copy)."""
-        if self._eval_scores is not None:
-            return self._eval_scores
-        return np.zeros((0, self.n_vocab()), dtype=np.single)
+    def _scores(self) -> npt.NDArray[np.single]:
+        """The rows of :attr:`scores` up to ``n_tokens``: with ``logits_all=True`` the
+        logits after each token the context holds; without it, only the last evaluated
+        token's row is written (where it fits in the ``n_batch`` rows), as the next
+        sample reads it."""
+        return self.scores[: self.n_tokens, :]
 
     @property
-    def _scores(self) -> npt.NDArray[np.single]:
-        return self.scores
+    def eval_tokens(self) -> deque[int]:
+        return deque(self._seq.cache, maxlen=self._ctx.n_ctx)
+
+    @property
+    def eval_logits(self) -> deque[list[float]]:
+        return deque(self._scores.tolist(), maxlen=self._ctx.n_ctx if self._logits_all else 1)
 
     def _own_tokenizer(self) -> bool:
         return isinstance(self.tokenizer_, LlamaTokenizer)
@@ -471,7 +477,6 @@ class Llama(llama_cy.Llama):
     def reset(self) -> None:
         super().reset()
         self._logits_at = None
-        self._eval_scores = None
 
     # ---- the token-level loop -------------------------------------------------------------
 
@@ -485,7 +490,6 @@ class Llama(llama_cy.Llama):
             if self.n_tokens + len(tokens) > ctx.n_ctx:
                 raise llama_cy.errors.ContextOverflowError(self.n_tokens + len(tokens), ctx.n_ctx)
             seq._cut(len(seq.cache))  # nothing past n_tokens stays in the KV cache
-            rows: list[npt.NDArray[np.single]] = []
             for start in range(0, len(tokens), self.n_batch):
                 chunk = tokens[start : start + self.n_batch]
                 batch.clear()
@@ -500,11 +504,12 @@ class Llama(llama_cy.Llama):
                     self._logits_at = None
                     raise
                 seq.cache.extend(chunk)
+                end = n_past + len(chunk)
                 if self._logits_all:
-                    rows += [ctx.logits(i).copy() for i in range(len(chunk))]
+                    self.scores[n_past:end] = ctx.all_logits()
+                elif end <= len(self.scores):
+                    self.scores[end - 1] = ctx.logits(-1)
             self._logits_at = -1
-            last = ctx.logits(-1)
-            self._eval_scores = np.stack(rows) if rows else last.copy()[None, :]
 
     def sample(
         self,
@@ -655,7 +660,7 @@ class Llama(llama_cy.Llama):
                 self.eval(tokens)
                 token = self._sample_row(chain, grammar, None)
                 if stopping_criteria is not None and stopping_criteria(
-                    self._input_ids, self.scores[-1]
+                    self._input_ids, self._last_logits()
                 ):
                     return
                 more = yield token
@@ -757,7 +762,7 @@ class Llama(llama_cy.Llama):
             data = self._ctx.state_get_data()
         return LlamaState(
             input_ids=self.input_ids,
-            scores=self.scores.copy(),
+            scores=self._scores.copy(),
             n_tokens=self.n_tokens,
             llama_state=data,
             llama_state_size=len(data),
@@ -769,10 +774,21 @@ class Llama(llama_cy.Llama):
             self._ctx.state_set_data(state.llama_state)
             self._seq.restored(state.input_ids[: state.n_tokens].tolist())
         self._seed = state.seed
-        self._eval_scores = state.scores.copy() if state.scores.size else None
-        # As llama-cpp-python: the next generate() decodes the last token again for its
-        # logits rather than trust restored ones.
+        # llama.cpp's state holds no logits: the last token is decoded again for them,
+        # so that sample() goes on where the state was saved (llama-cpp-python's
+        # generate() does the same). A recurrent state cannot drop a token: generate()
+        # starts over there.
         self._logits_at = None
+        if self.n_tokens and not (self._is_recurrent or self._is_hybrid):
+            last = self._seq.cache[-1]
+            self.n_tokens = self.n_tokens - 1
+            self.eval([last])
+        n = min(state.n_tokens, len(self.scores), len(state.scores))
+        self.scores[:n] = state.scores[:n]  # the rows as saved, the last one included
+
+    def _last_logits(self) -> npt.NDArray[np.single]:
+        with self._hold():
+            return self._ctx.logits(-1).copy()
 
     def __getstate__(self) -> dict[str, Any]:
         return dict(self._init_args)

@@ -88,6 +88,9 @@ def routes(server: Server) -> list[RouteSpec]:
                     logprobs=body.get("logprobs"),
                     stop=stop(server, body),
                     media=getattr(p, "media", None),  # a multimodal_data prompt's images
+                    # llama-cpp-python's echo with logprobs: the prompt's too (llama-server
+                    # has none to give)
+                    prompt_logprobs=bool(body.get("echo")),
                     **sampling(server, body),
                 )
                 for p in prompts
