@@ -216,3 +216,47 @@ def sse_events(lines: Sequence[bytes]) -> list[Any]:
 
 def _lower(headers: Any) -> dict[str, str]:
     return {k.lower(): v for k, v in headers.items()}
+
+
+def start_module(
+    *args: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    module: str = "llama_cpp.server",
+    cwd: Path | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``python -m module --host --port args`` (llama_cpp.server, or uvicorn), once it
+    answers /health."""
+    port = port or free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (the child's; a pipe could fill and block it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(log.read().decode()[-3000:])
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def post(port: int, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)

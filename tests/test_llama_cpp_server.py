@@ -6,10 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,59 +16,15 @@ from child import run_python
 from llama_cpp.llama_chat_format import FORMATTERS
 from llama_cpp.server.__main__ import serve_argv
 from llama_cpp.server.chat_templates import TEMPLATES
-from serving import free_port
+from serving import free_port, post, start_module, stop
 
 from llama_cy import cli
 from llama_cy.chat import ChatTemplate
 from llama_cy.cli.serve import check_flags
 
 
-def start(
-    *args: str,
-    env: dict[str, str] | None = None,
-    port: int | None = None,
-    module: str = "llama_cpp.server",
-    cwd: Path | None = None,
-) -> tuple[subprocess.Popen[bytes], int]:
-    """``python -m module --host --port args`` (llama_cpp.server, or uvicorn), once it
-    answers /health."""
-    port = port or free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 (the child's; a pipe could fill and block it)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", module, "--host", "127.0.0.1", "--port", str(port), *args],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            raise RuntimeError(log.read().decode()[-3000:])
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not start")
-
-
-def post(port: int, path: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
 def test_flags_serve_completions_and_chat(tiny_model_path: Path) -> None:
-    proc, port = start(
+    proc, port = start_module(
         "--model", str(tiny_model_path), "--model_alias", "tiny", "--n_ctx", "256",
         "--verbose", "False",
     )  # fmt: skip
@@ -122,7 +74,9 @@ def test_request_types_bodies_are_served(tiny_model_path: Path) -> None:
     chat = CreateChatCompletionRequest(messages=[{"role": "user", "content": "Hi"}], max_tokens=2)
     assert (completion.max_tokens, completion.repeat_penalty) == (16, 1.1)
     assert CreateChatCompletionRequest().max_tokens is None
-    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--verbose", "False")
+    proc, port = start_module(
+        "--model", str(tiny_model_path), "--n_ctx", "256", "--verbose", "False"
+    )
     try:
         out = post(port, "/v1/completions", {**completion.model_dump(), "ignore_eos": True})
         assert out["usage"]["completion_tokens"] == completion.max_tokens
@@ -144,7 +98,7 @@ def test_environment_and_config_file(tiny_model_path: Path, tmp_path: Path) -> N
     config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": [model]}))
     for args, env in (([], {"MODEL": str(tiny_model_path), "N_CTX": "128"}),
                       (["--config_file", str(config)], {})):  # fmt: skip
-        proc, port = start(*args, env=env, port=port)
+        proc, port = start_module(*args, env=env, port=port)
         try:
             out = post(port, "/v1/completions", {"prompt": "Hi", "max_tokens": 2})
             assert out["usage"]["completion_tokens"] == 2
@@ -213,7 +167,7 @@ def test_hf_tokenizer_config_gives_the_chat_template(tiny_model_path: Path, tmp_
     with pytest.raises(ValueError, match="hf_pretrained_model_name_or_path"):
         serve_argv({}, {**model, "hf_pretrained_model_name_or_path": "org/tok"})
     flags = ["--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(config)]
-    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", *flags)
+    proc, port = start_module("--model", str(tiny_model_path), "--n_ctx", "256", *flags)
     try:
         body = {"messages": [{"role": "user", "content": "Hi"}]}
         out = post(port, "/apply-template", body)
@@ -285,7 +239,9 @@ def test_chat_format_flags(tiny_model_path: Path) -> None:
             argv(name)
     args = cli.parser().parse_args(["serve", *alpaca])
     check_flags(args, alpaca)
-    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256", "--chat_format", "qwen")
+    proc, port = start_module(
+        "--model", str(tiny_model_path), "--n_ctx", "256", "--chat_format", "qwen"
+    )
     try:
         messages = CONVERSATIONS[2]
         out = post(port, "/apply-template", {"messages": messages})
@@ -342,7 +298,7 @@ def test_a_config_file_with_several_models_swaps_them(
         {"model": str(tiny_bert_path), "model_alias": "embed", "embedding": True},
     ]
     config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}))
-    proc, port = start("--config_file", str(config), port=port)
+    proc, port = start_module("--config_file", str(config), port=port)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
             assert [m["id"] for m in json.loads(r.read())["data"]] == ["chat", "embed"]
@@ -371,7 +327,7 @@ def test_extras_tokenize_and_detokenize(tiny_model_path: Path) -> None:
     tokens parsed; detokenized without them)."""
     from llama_cy import LlamaModel
 
-    proc, port = start("--model", str(tiny_model_path), "--n_ctx", "256")
+    proc, port = start_module("--model", str(tiny_model_path), "--n_ctx", "256")
     try:
         model = LlamaModel.load(tiny_model_path, vocab_only=True)
         want = model.tokenize("Hello world", add_special=True, parse_special=True).tolist()
@@ -518,7 +474,7 @@ def test_create_app_under_uvicorn_factory(tiny_model_path: Path, tmp_path: Path)
     for env in ({"MODEL": str(tiny_model_path), "N_CTX": "128", "MODEL_ALIAS": "tiny"},
                 {"CONFIG_FILE": str(config)}):  # fmt: skip
         # uvicorn puts its folder first on sys.path: not the source tree's
-        proc, port = start(
+        proc, port = start_module(
             "--factory", "llama_cpp.server.app:create_app", env=env, module="uvicorn", cwd=tmp_path
         )
         try:
@@ -608,7 +564,7 @@ def test_vision_chat_formats_serve_llama_cpp_pythons_prompts(
         body = {"messages": conversations[0], "max_tokens": 2}
         assert fetch("/v1/chat/completions", body)["usage"]["completion_tokens"] <= 2
 
-    proc, port = start(
+    proc, port = start_module(
         "--model", str(tiny_model_path), "--n_ctx", "512", "--chat_format", "llava-1-5",
         "--clip_model_path", str(vision_path), "--verbose", "False",
     )  # fmt: skip
@@ -632,7 +588,7 @@ def test_vision_chat_formats_serve_llama_cpp_pythons_prompts(
     ]  # fmt: skip
     port = free_port()  # a config file holds the server settings: the flags' are not read
     config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}))
-    proc, port = start("--config_file", str(config), port=port)
+    proc, port = start_module("--config_file", str(config), port=port)
     try:
         check(lambda path, body: post(port, path, {**body, "model": "qwen"}), "Qwen25VLChatHandler")
     finally:

@@ -209,8 +209,9 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     argv += ["-sm", enum_name("LLAMA_SPLIT_MODE_", s["split_mode"])]
     argv += ["-c", str(s["n_ctx"]), "-b", str(s["n_batch"]), "-ub", str(s["n_ubatch"])]
     argv += ["-t", str(s["n_threads"]), "-tb", str(s["n_threads_batch"])]
-    # llama-cpp-python's server runs one request at a time in one context of n_ctx.
-    argv += ["-np", "1"]
+    # llama-cpp-python's server runs one request at a time in one context of n_ctx, and
+    # its Llama keeps llama.cpp's default of a full-size SWA cache (llama-server's is not)
+    argv += ["-np", "1", "--swa-full"]
     if s["model_alias"]:
         argv += ["--alias", s["model_alias"]]
     if s["tensor_split"]:
