@@ -510,3 +510,51 @@ print(logger.name)
     assert "llama_model_loader" not in quiet
     assert "llama_model_loader" in verbose
     assert result.stdout.strip() == "llama-cpp-python"
+
+
+def test_internals_model_calls_the_progress_callback(tiny_model_path: Path) -> None:
+    from llama_cpp import _internals
+
+    seen: list[float] = []
+
+    @llama_cpp.llama_progress_callback
+    def progress(fraction: float, data: Any) -> bool:
+        seen.append(fraction)
+        return True
+
+    params = llama_cpp.llama_model_default_params()
+    params.progress_callback = progress
+    model = _internals.LlamaModel(path_model=str(tiny_model_path), params=params, verbose=False)
+    model.close()
+    assert seen
+    assert seen[-1] == pytest.approx(1.0)
+
+    @llama_cpp.llama_progress_callback
+    def cancel(fraction: float, data: Any) -> bool:
+        return False
+
+    params.progress_callback = cancel
+    with pytest.raises(llama_cy.errors.ModelLoadError):
+        _internals.LlamaModel(path_model=str(tiny_model_path), params=params, verbose=False)
+
+
+def test_json_schema_to_gbnf_takes_prop_order() -> None:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    inner = {"type": "object", "properties": {"z": {"type": "string"}, "a": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {"b": {"type": "string"}, "c": inner, "a": {"type": "integer"}},
+        "required": ["b", "c", "a"],
+    }
+
+    def rule(gbnf: str, name: str) -> str:
+        return next(line for line in gbnf.splitlines() if line.startswith(f"{name} ::="))
+
+    as_given = rule(json_schema_to_gbnf(json.dumps(schema)), "root")
+    assert as_given.index("b-kv") < as_given.index("c-kv") < as_given.index("a-kv")
+    ordered = json_schema_to_gbnf(json.dumps(schema), prop_order=["a", "c"])
+    root = rule(ordered, "root")  # named first, in that order; the rest as given
+    assert root.index("a-kv") < root.index("c-kv") < root.index("b-kv")
+    nested = rule(ordered, "c")  # every object of the schema
+    assert nested.index("c-a-kv") < nested.index("c-z-kv")

@@ -10,7 +10,7 @@ checks: a bad index or a closed object raises instead of crashing.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import llama_cy
@@ -30,6 +30,15 @@ class LlamaCyContext(llama_cy.LlamaContext):
         return None if self.closed else self.address
 
 
+def _progress(params: llama_cpp.llama_model_params) -> Callable[[float], bool] | None:
+    """``params.progress_callback`` (a ctypes function) as llama_cy's ``progress=``:
+    called with the fraction loaded and its user data; False cancels the load."""
+    callback, data = params.progress_callback, params.progress_callback_user_data
+    if not callback:
+        return None
+    return lambda fraction: bool(callback(fraction, data))
+
+
 class LlamaModel:
     """A model loaded from ``llama_model_params`` (llama-cpp-python's ``_internals``)."""
 
@@ -40,12 +49,15 @@ class LlamaModel:
         params: llama_cpp.llama_model_params,
         verbose: bool = True,
     ) -> None:
-        if params.devices or params.tensor_buft_overrides or params.progress_callback:
+        if params.devices or params.tensor_buft_overrides:
             raise NotImplementedError(
-                "llama_model_params.devices, tensor_buft_overrides and progress_callback: "
-                "pass them to llama_cy.LlamaModel.load (devices=, progress=)"
+                "llama_model_params.devices and tensor_buft_overrides: ggml backend handles "
+                "that llama_cpp's ctypes layer cannot make (it binds no ggml-backend "
+                "function); pass device and buffer type names to llama_cy.LlamaModel.load "
+                "(devices=, tensor_overrides=)"
             )
         mode = params.load_mode
+        self._contexts: weakref.WeakSet[LlamaContext] = weakref.WeakSet()
         self.path_model = path_model
         self.params = params
         self.verbose = verbose
@@ -61,8 +73,8 @@ class LlamaModel:
             vocab_only=params.vocab_only,
             check_tensors=params.check_tensors,
             use_extra_bufts=params.use_extra_bufts,
+            progress=_progress(params),
         )
-        self._contexts: weakref.WeakSet[LlamaContext] = weakref.WeakSet()
 
     @property
     def model(self) -> int | None:
@@ -82,7 +94,8 @@ class LlamaModel:
         self._model.close()
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_model"):  # not a load that failed
+            self.close()
 
     def n_vocab(self) -> int:
         return int(self._model.n_vocab)
@@ -150,8 +163,10 @@ class LlamaContext:
     ) -> None:
         if params.cb_eval or params.abort_callback or params.samplers:
             raise NotImplementedError(
-                "llama_context_params.cb_eval, abort_callback and samplers: use "
-                "llama_cy.LlamaContext (set_abort_callback(), samplers=)"
+                "llama_context_params.cb_eval, abort_callback and samplers: C callbacks "
+                "and raw sampler handles that llama.cpp would call from its compute "
+                "threads outside llama_cy's guards; use llama_cy.LlamaContext "
+                "(abort() from any thread, samplers= with LlamaSampler chains)"
             )
         flash = {-1: None, 0: False, 1: True}[params.flash_attn_type]
         self.model = model
@@ -239,7 +254,11 @@ class LlamaBatch:
 
     def __init__(self, *, n_tokens: int, embd: int, n_seq_max: int, verbose: bool = True) -> None:
         if embd:
-            raise NotImplementedError("embedding batches (embd > 0): use llama_cy.LlamaBatch")
+            raise NotImplementedError(
+                "embedding batches (embd > 0): llama-cpp-python fills them through the raw "
+                "llama_batch struct, which this batch does not expose; use "
+                "llama_cy.LlamaBatch(capacity, embd=n) and its add_embedding()"
+            )
         self._n_tokens = n_tokens
         self.embd = embd
         self.n_seq_max = n_seq_max

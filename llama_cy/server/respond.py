@@ -121,6 +121,7 @@ async def run(
             done_marker,
             body.get("sse_ping_interval", server.settings.sse_ping_interval),
             heavy=max((job.n_logprobs or 0) for job, _ in jobs) > _HEAVY_PROBS,
+            interrupt=server.settings.interrupt_requests,
         )
         return StreamingResponse(
             events if session is None else server.streams.tee(session, events),
@@ -194,9 +195,12 @@ async def _events(
     ping: float,
     *,
     heavy: bool = False,
+    interrupt: bool = False,
 ) -> AsyncIterator[str]:
     """The server-sent events of ``tasks``; ``heavy``: each chunk carries so many
-    log-probabilities that its events are built off the event loop."""
+    log-probabilities that its events are built off the event loop; ``interrupt``: the
+    stream ends once another request waits for a slot (llama-cpp-python's
+    ``interrupt_requests``, which ends a stream when a request waits for its lock)."""
 
     def events_of(shaper: Shaper, chunk: CompletionChunk) -> list[str]:
         named = shaper.sse_event_names
@@ -218,6 +222,8 @@ async def _events(
                 else:
                     events += events_of(shaper, chunk)
             yield "".join(events)
+            if interrupt and engine.n_waiting:
+                break
         if done_marker:
             yield "data: [DONE]\n\n"
     except GoneError:

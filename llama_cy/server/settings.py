@@ -157,6 +157,9 @@ class ServerSettings:
     #: the max_tokens of a /v1/completions request that gives none (no flag; None: until
     #: the end, as llama-server; llama-cpp-python's server and OpenAI's API: 16)
     completion_max_tokens: int | None = None
+    #: a stream ends (with ``[DONE]`` where its route sends one) as soon as another request
+    #: waits for a slot: llama-cpp-python's server's ``interrupt_requests`` (no flag)
+    interrupt_requests: bool = False
 
     def with_chat_handler(self, handler: MtmdChatHandler) -> ServerSettings:
         """These settings serving chats as ``handler`` renders them (llama_cy.Llama's

@@ -125,7 +125,6 @@ SERVER_SETTINGS: dict[str, tuple[Callable[[str], Any], Any, bool]] = {
 # at their default, with the reason.
 _REFUSED = {
     "vocab_only": "a vocab_only model cannot serve completions",
-    "lora_base": "llama.cpp dropped lora_base (an adapter applies to the model it is loaded on)",
     "hf_pretrained_model_name_or_path": "a Python (Hugging Face) tokenizer cannot drive the "
     "llama-cy serve process that serves here (llama_cpp.Llama(tokenizer=...) takes one)",
     "disable_ping_events": "SSE ping events: llama-server sends none to disable",
@@ -133,7 +132,7 @@ _REFUSED = {
 }
 # mul_mat_q and logits_all are ignored, as llama-cpp-python's server ignores them
 # (llama.cpp dropped the first; the server never returns all logits), and so is
-# interrupt_requests: llama-server always lets a new request in beside a running one.
+# lora_base (its Llama keeps it and passes it to nothing).
 
 
 # Bounds of llama-cpp-python's settings (pydantic's ge=), checked after its -1 -> CPU count
@@ -311,8 +310,13 @@ def adjust(server: dict[str, Any], model: dict[str, Any]) -> Callable[[Any], Any
     (16 in llama-cpp-python's request types, as in OpenAI's API; none in llama-server)."""
     handler = chat_handler(server, model)
 
+    given = server.get("interrupt_requests")
+    interrupt = SERVER_SETTINGS["interrupt_requests"][1] if given is None else given
+
     def change(settings: Any) -> Any:
-        settings = dataclasses.replace(settings, completion_max_tokens=16)
+        settings = dataclasses.replace(
+            settings, completion_max_tokens=16, interrupt_requests=bool(interrupt)
+        )
         return settings if handler is None else settings.with_chat_handler(handler)
 
     return change
