@@ -129,18 +129,7 @@ def tiny(tiny_model_path: Path) -> Iterator[lc.LlamaModel]:
 SKIP_GEMMA = os.environ.get("LLAMA_CY_SKIP_GEMMA") == "1"
 
 
-#: ``LLAMA_CY_FRAMEWORKS=1``: run the tests marked ``frameworks`` (programs built on
-#: llama-cpp-python whose packages are not test dependencies; see docs/compat.md).
-FRAMEWORKS = os.environ.get("LLAMA_CY_FRAMEWORKS") == "1"
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    skip_frameworks = pytest.mark.skip(
-        reason="needs the framework packages of docs/compat.md (LLAMA_CY_FRAMEWORKS=1)"
-    )
-    for item in items:
-        if not FRAMEWORKS and item.get_closest_marker("frameworks") is not None:
-            item.add_marker(skip_frameworks)
     if not SKIP_GEMMA:
         return
     skip = pytest.mark.skip(

@@ -1,19 +1,44 @@
 """Programs built on llama-cpp-python, installed from the package index and run unchanged
 (but for the model path) against ``llama_cpp`` (compat/).
 
-LangChain and outlines are test dependencies, so ``.ci/run`` runs them. The others
-(marker ``frameworks``) need packages that pull llama-cpp-python by name or weigh
-hundreds of megabytes; their command is in docs/compat.md.
+All of them run in ``.ci/run``. LangChain, outlines, LlamaIndex's core, instructor,
+guidance, llguidance and Haystack are test dependencies. LlamaIndex's and Haystack's
+llama.cpp integrations (marker ``frameworks``) require llama-cpp-python by name, so pip
+would build it for them: :func:`integrations` installs them without their dependencies,
+as docs/compat.md tells users to.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import llama_cpp
 import pytest
+
+#: llama.cpp integrations that require llama-cpp-python by name (pinned: run unchanged)
+NO_DEPS = ("llama-index-llms-llama-cpp==0.7.0", "llama-cpp-haystack==3.0.2")
+
+
+@pytest.fixture(scope="module")
+def integrations(request: pytest.FixtureRequest) -> Iterator[None]:
+    """:data:`NO_DEPS` from the package index, without their dependencies, into a folder
+    of pytest's cache put first on ``sys.path`` (once per cache: they are kept)."""
+    target = request.config.cache.mkdir("framework-integrations")
+    done = target / ("-".join(NO_DEPS) + ".done")
+    if not done.exists():
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade"]
+        subprocess.run([*pip, "--target", str(target), *NO_DEPS], check=True, timeout=600)
+        done.touch()
+    sys.path.insert(0, str(target))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(target))
 
 
 @pytest.fixture(scope="module")
@@ -99,10 +124,11 @@ def test_outlines_json_schema(gemma_file: str) -> None:
     assert isinstance(value["age"], int)
 
 
-# ---- the others (marker "frameworks") ----------------------------------------------------
+# ---- the others ---------------------------------------------------------------------------
 
 
 @pytest.mark.frameworks
+@pytest.mark.usefixtures("integrations")
 def test_llama_index_llamacpp(gemma_file: str) -> None:
     from llama_index.llms.llama_cpp import LlamaCPP
 
@@ -114,7 +140,6 @@ def test_llama_index_llamacpp(gemma_file: str) -> None:
     assert llm._model.context_params.n_ctx >= 256
 
 
-@pytest.mark.frameworks
 def test_instructor_json_schema(gemma_chat_file: str) -> None:
     import instructor
     from pydantic import BaseModel
@@ -137,7 +162,6 @@ def test_instructor_json_schema(gemma_chat_file: str) -> None:
     assert user.name == "Jason"
 
 
-@pytest.mark.frameworks
 def test_guidance_gen_and_select(gemma_file: str) -> None:
     from guidance import gen, models, select
 
@@ -148,7 +172,6 @@ def test_guidance_gen_and_select(gemma_file: str) -> None:
     assert isinstance(lm["word"], str)
 
 
-@pytest.mark.frameworks
 def test_llguidance_tokenizer(gemma_file: str) -> None:
     import llguidance.llamacpp
 
@@ -160,6 +183,7 @@ def test_llguidance_tokenizer(gemma_file: str) -> None:
 
 
 @pytest.mark.frameworks
+@pytest.mark.usefixtures("integrations")
 def test_haystack_chat_generator(gemma_chat_file: str) -> None:
     from haystack.dataclasses import ChatMessage
     from haystack_integrations.components.generators.llama_cpp import LlamaCppChatGenerator
