@@ -208,3 +208,24 @@ print((made - before) >> 20, (rss() - made) >> 20, llm.scores.nbytes >> 20, llm.
     assert reserved == (4096 * n_vocab * 4) >> 20
     assert made < reserved // 4
     assert grew < 64  # ~105 rows of n_vocab floats (13 MiB), plus what the evals allocate
+
+
+def test_a_raw_llama_cpp_python_program_runs_unchanged(tiny_model_path: Path) -> None:
+    program = Path(__file__).parent / "data" / "lcp_raw_program.py"
+    done = run_python(program.read_text(), str(tiny_model_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = {line.split()[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines()}
+    n_tokens, n_prompt = map(int, said["n_tokens"].split())
+    assert n_tokens == n_prompt  # eval() keeps count by position
+    best = int(said["argmax"])
+    assert int(said["sample"]) == best  # greedy picks scores[n_tokens - 1]'s argmax
+    after = said["after"].split()
+    assert int(after[0]) == n_tokens + 1
+    # load_state: back to the saved position, its logits and its next token
+    assert said["restored"].split() == [str(n_tokens), str(best), str(best)]
+    assert said["forced"] == "3 True"  # a LogitsProcessorList allowing one token only
+    assert said["stopped"] == "2 stop"  # StoppingCriteriaList ended it after two tokens
+    vocab, n_vocab, n_ctx = map(int, said["ctypes"].split())
+    assert vocab == n_vocab == 32000
+    assert n_ctx == 256
+    assert said["logprobs"] == "2 [3, 3] True"
