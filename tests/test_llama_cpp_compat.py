@@ -517,7 +517,7 @@ def test_internals_model_calls_the_progress_callback(tiny_model_path: Path) -> N
 
     seen: list[float] = []
 
-    @llama_cpp.llama_progress_callback
+    @llama_cpp.llama_progress_callback  # type: ignore[untyped-decorator]
     def progress(fraction: float, data: Any) -> bool:
         seen.append(fraction)
         return True
@@ -529,7 +529,7 @@ def test_internals_model_calls_the_progress_callback(tiny_model_path: Path) -> N
     assert seen
     assert seen[-1] == pytest.approx(1.0)
 
-    @llama_cpp.llama_progress_callback
+    @llama_cpp.llama_progress_callback  # type: ignore[untyped-decorator]
     def cancel(fraction: float, data: Any) -> bool:
         return False
 

@@ -23,7 +23,8 @@ PROMPT = b"The history of the printing press"
 def log_softmax(rows: npt.NDArray[np.single]) -> npt.NDArray[np.float64]:
     x = rows.astype(np.float64)
     peak = x.max(axis=-1, keepdims=True)
-    return x - peak - np.log(np.exp(x - peak).sum(axis=-1, keepdims=True))
+    out: npt.NDArray[np.float64] = x - peak - np.log(np.exp(x - peak).sum(axis=-1, keepdims=True))
+    return out
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ print("restored", llm.n_tokens, int(np.argmax(llm.scores[llm.n_tokens - 1])), ll
 forced = 1234
 
 
-def force(input_ids, scores):
+def force(input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
     scores[:] = -np.inf
     scores[forced] = 0.0
     return scores
@@ -37,7 +37,7 @@ print("forced", out["usage"]["completion_tokens"], text == expected)
 n_prompt = len(llm.tokenize(b"Hello"))
 
 
-def two_more(input_ids, logits):
+def two_more(input_ids: np.ndarray, logits: np.ndarray) -> bool:
     return len(input_ids) >= n_prompt + 2
 
 
