@@ -18,11 +18,21 @@ from llama_cy.sampling import ReasoningBudget, SamplingParams
 if TYPE_CHECKING:
     from llama_cy.chat import ChatPrompt
 
-__all__ = ["PROMPT_LOGPROB_ROWS", "Job", "StoppingCriteria", "backend_sampling_blocker"]
+__all__ = [
+    "PROMPT_LOGPROB_ROWS",
+    "PROMPT_LOGPROB_VALUES",
+    "Job",
+    "StoppingCriteria",
+    "backend_sampling_blocker",
+]
 
 #: Prompt positions decoded per step for :attr:`Job.prompt_logprobs`: each is an output
 #: row of n_vocab floats in llama.cpp's buffer (64 MiB at Gemma's 262k vocabulary).
 PROMPT_LOGPROB_ROWS = 64
+#: The most log-probabilities (each prompt token's and its alternatives') one job's prompt
+#: gives: about 400 MB of Python objects, where a client's logprobs times a long prompt
+#: could otherwise ask for billions.
+PROMPT_LOGPROB_VALUES = 1 << 22
 
 #: StoppingCriteria as llama-cpp-python calls them: (tokens so far, last logits) -> stop?
 StoppingCriteria = Callable[[npt.NDArray[np.intc], npt.NDArray[np.single]], bool]

@@ -22,6 +22,7 @@ from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.generation import Job, Media, StoppingCriteria
 from llama_cy.grammar import check_schema
+from llama_cy.job import PROMPT_LOGPROB_VALUES
 from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.openai_fields import check_tools, response_format_schema, tool_choice_name
 from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams, sampler_types
@@ -258,6 +259,13 @@ class Preparer:
         params = self.sampling(self._profile(chat=False), **sampling)
         if logprobs is not None and logprobs < 0:
             raise ValueError(f"logprobs must be >= 0, got {logprobs}")
+        if prompt_logprobs and logprobs is not None:
+            n_values = len(tokens) * (1 + min(logprobs, self.model.n_vocab))
+            if n_values > PROMPT_LOGPROB_VALUES:
+                raise ValueError(
+                    f"echo with logprobs: {len(tokens)} prompt tokens x (1 + {logprobs}) "
+                    f"log-probabilities, above the {PROMPT_LOGPROB_VALUES} one answer holds"
+                )
         return Job(
             tokens,
             params,

@@ -230,3 +230,18 @@ def test_a_raw_llama_cpp_python_program_runs_unchanged(tiny_model_path: Path) ->
     assert vocab == n_vocab == 32000
     assert n_ctx == 256
     assert said["logprobs"] == "2 [3, 3] True"
+
+
+def test_echo_logprobs_that_would_not_fit_are_refused(tiny_model_path: Path) -> None:
+    # a long prompt times logprobs up to the vocabulary: billions of values; a 400, not
+    # an out-of-memory kill, and the server goes on
+    prompt = "word " * 200
+    with Server(tiny_model_path, "-c", "512") as server:
+        body = {"prompt": prompt, "echo": True, "logprobs": 32000, "max_tokens": 1}
+        status, _, out = server.request("POST", "/v1/completions", body)
+        assert status == 400
+        assert "prompt tokens" in out["error"]["message"]
+        body["logprobs"] = 1
+        status, _, out = server.request("POST", "/v1/completions", body)
+        assert status == 200
+        assert len(out["choices"][0]["logprobs"]["tokens"]) > 200
