@@ -19,13 +19,13 @@ in the step's batch, and lets each slot keep what its samples confirm (see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from llama_cy._adapter import LoraAdapter
@@ -40,6 +40,7 @@ from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.server.prompt_cache import PromptCache
 from llama_cy.server.rate_window import RateWindow
+from llama_cy.server.task import Task, deliver
 from llama_cy.speculative import speculator
 
 __all__ = ["Engine", "QueueFullError", "Task"]
@@ -50,40 +51,6 @@ T = TypeVar("T")
 
 class QueueFullError(LlamaError, RuntimeError):
     """Every slot is busy and the waiting queue is full (the server answers 503)."""
-
-
-@dataclass(eq=False)
-class Task:
-    """One request: its job, its samplers, and the inbox its chunks go to."""
-
-    id: int
-    job: Job
-    samplers: tuple[LlamaSampler, LlamaSampler | None]
-    loop: asyncio.AbstractEventLoop
-    #: what reached the event loop and was not read yet: chunks, or the error that ends
-    #: the task (a list and a future, not an asyncio.Queue: at GPU token rates the
-    #: queue's and wait_for's machinery cost more than the rest of a streamed token)
-    inbox: list[CompletionChunk | BaseException] = field(default_factory=list)
-    waiter: asyncio.Future[None] | None = None
-    created: float = field(default_factory=time.perf_counter)
-    cancelled: bool = False
-    cache_prompt: bool = True
-    cache_reuse: int = 0  #: --cache-reuse / n_cache_reuse: the least chunk shifted into place
-    id_slot: int = -1
-    slot: int = -1
-    #: the scale of each of the engine's LoRA adapters for this request
-    lora: tuple[float, ...] = ()
-    #: the chunks go to the queue all at once when the task ends (an answer sent whole:
-    #: its event loop wakes once for it, not once a step)
-    whole: bool = False
-    held: list[CompletionChunk] = field(default_factory=list)
-
-    def put(self, item: CompletionChunk | BaseException) -> None:
-        """``item`` into the inbox, waking the reader (on the task's event loop)."""
-        self.inbox.append(item)
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
 
 
 class Engine:
@@ -334,33 +301,10 @@ class Engine:
         """:meth:`results`, every chunk ready at once in one list (an empty list after
         ``ping`` seconds without any): no suspension per chunk, which counts at GPU token
         rates. Leaving early cancels the task."""
-        loop = task.loop
         try:
-            while True:
-                if not task.inbox:
-                    waiter = task.waiter = loop.create_future()
-                    timer = None if ping is None else loop.call_later(ping, _ping, waiter)
-                    try:
-                        await waiter
-                    finally:
-                        task.waiter = None
-                        if timer is not None:
-                            timer.cancel()
-                    if not task.inbox:  # only with a ping
-                        yield []
-                        continue
-                items, task.inbox = task.inbox, []
-                done: list[CompletionChunk] = []
-                for item in items:
-                    if isinstance(item, BaseException):
-                        if done:
-                            yield done
-                        raise item
-                    done.append(item)
-                    if item.stop_reason is not None:
-                        yield done
-                        return
-                yield done
+            async with contextlib.aclosing(task.batches(ping)) as batches:
+                async for done in batches:
+                    yield done
         finally:
             self.cancel(task)
 
@@ -687,7 +631,7 @@ class Engine:
         self._outbox.clear()
         for loop, items in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_deliver, items)
+                loop.call_soon_threadsafe(deliver, items)
             except RuntimeError:  # the event loop is gone: nobody is listening any more
                 for task, _ in items:
                     task.cancelled = True
@@ -699,13 +643,3 @@ class Engine:
             self._free(s)
         if task is not None:
             self._outbox.append((task, exc))
-
-
-def _deliver(items: list[tuple[Task, Any]]) -> None:
-    for task, item in items:
-        task.put(item)
-
-
-def _ping(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)

@@ -24,11 +24,12 @@ from llama_cy.generation import Job
 from llama_cy.openai_shapes import Shaper
 from llama_cy.server import worker
 from llama_cy.server.core import Server
-from llama_cy.server.engine import Engine, Task
+from llama_cy.server.engine import Engine
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import lora_for, verbose
 from llama_cy.server.schema import ApiError
 from llama_cy.server.stream_sessions import StreamSession, conversation_id
+from llama_cy.server.task import Task
 
 __all__ = ["GoneError", "log_prompt", "run", "sse"]
 
