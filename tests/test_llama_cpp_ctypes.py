@@ -224,7 +224,7 @@ def test_a_hand_written_batch_decodes_in_the_llamas_context(llm: llama_cpp.Llama
     assert capi.llama_memory_seq_rm(capi.llama_get_memory(llm.ctx), 0, -1, -1)
     llm.reset()
     llm.eval(tokens)
-    np.testing.assert_allclose(llm.scores[-1], logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(llm._scores[-1], logits, rtol=1e-5, atol=1e-5)
 
 
 def test_vocab_pre_types_match_the_cxx_header(tmp_path: Path, llama_cpp_source: Path) -> None:
