@@ -12,7 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from tiny_model import LLAMA_CPP, ROOT, write_tiny_llava_projector
+from tiny_model import LLAMA_CPP, ROOT
+from tiny_projectors import write_tiny_llava_projector
 
 IMAGE = LLAMA_CPP / "tools" / "mtmd" / "test-1.jpeg"
 QUESTION = "Describe this image."

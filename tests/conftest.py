@@ -12,16 +12,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tiny_model import (
-    LLAMA_CPP,
-    write_tiny_bert,
+from tiny_model import LLAMA_CPP, write_tiny_bert, write_tiny_llama
+from tiny_mtp import write_tiny_glm4moe_mtp
+from tiny_projectors import (
     write_tiny_gemma3_projector,
     write_tiny_internvl_projector,
-    write_tiny_llama,
     write_tiny_llava_projector,
     write_tiny_ultravox_projector,
 )
-from tiny_mtp import write_tiny_glm4moe_mtp
 
 import llama_cy as lc
 

@@ -21,11 +21,8 @@ from offload import LOGITS_TOL
 from serving import Server
 from test_mtmd import IMAGE, _greedy, _write_ppm, data_uri, image_message
 from test_server_mtmd import CHAT_TEMPLATE, rendered_prompt
-from tiny_model import (
-    write_tiny_llama,
-    write_tiny_qwen2vl_projector,
-    write_tiny_qwen3vl_projector,
-)
+from tiny_model import write_tiny_llama
+from tiny_projectors import write_tiny_qwen2vl_projector, write_tiny_qwen3vl_projector
 
 import llama_cy as lc
 from llama_cy.generation import common_prefix

@@ -23,10 +23,8 @@ import numpy as np
 import pytest
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference
 from offload import LOGITS_TOL
-from tiny_model import (
-    LLAMA_CPP,
-    write_tiny_llava_projector,
-)
+from tiny_model import LLAMA_CPP
+from tiny_projectors import write_tiny_llava_projector
 
 import llama_cy as lc
 from llama_cy.errors import ClosedError, MediaError, ModelLoadError

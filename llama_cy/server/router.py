@@ -23,12 +23,12 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from llama_cy import hf_cache
 from llama_cy.server.child import CHILD_ADDR, CMD_EXIT, CMD_STATE, child_command
-from llama_cy.server.modalities import architecture, from_projector
+from llama_cy.server.modalities import from_projector
 from llama_cy.server.presets import (
     LOAD_ON_STARTUP,
     STOP_TIMEOUT,
@@ -39,27 +39,11 @@ from llama_cy.server.presets import (
     load_from_ini,
     load_from_models_dir,
 )
+from llama_cy.server.router_models import MODEL_ARGS, RESERVED, Model, names
 
 __all__ = ["Model", "Router", "RouterError"]
 
 _log = logging.getLogger("llama_cy.server.router")
-
-DEFAULT_STOP_TIMEOUT = 10  # seconds
-
-#: What a child never inherits from the router's flags (unset_reserved_args): its
-#: address, keys and certificates, and the router's own flags; and, from the router's
-#: command line only, the model.
-_RESERVED = (
-    "ssl_key_file",
-    "ssl_cert_file",
-    "api_key",
-    "api_key_file",
-    "models_dir",
-    "models_max",
-    "models_preset",
-    "models_autoload",
-)
-_MODEL_ARGS = ("model", "mmproj", "alias", "hf_repo")
 
 
 class RouterError(Exception):
@@ -75,69 +59,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((CHILD_ADDR, 0))
         return int(s.getsockname()[1])
-
-
-def _names(text: str | None) -> list[str]:
-    return sorted({x.strip() for x in (text or "").split(",") if x.strip()})
-
-
-@dataclass
-class Model:
-    """One model the router knows, and its child while one runs."""
-
-    name: str
-    source: str  #: "preset", "models_dir" or "cache"
-    preset: Preset
-    aliases: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    status: str = "unloaded"
-    port: int = 0
-    last_used: float = 0.0
-    args: list[str] = field(default_factory=list)
-    loaded_info: dict[str, Any] = field(default_factory=dict)
-    exit_code: int = 0
-    stop_timeout: int = DEFAULT_STOP_TIMEOUT
-    hidden: bool = False
-    requests: int = 0  #: requests being forwarded to it now
-    proc: asyncio.subprocess.Process | None = None
-    stopping: bool = False
-    architecture: dict[str, Any] = field(default_factory=architecture)
-
-    @property
-    def running(self) -> bool:
-        return self.status in ("loading", "loaded", "sleeping")
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "unloaded" and self.exit_code != 0
-
-    def listing(self) -> dict[str, Any]:
-        """Its ``GET /models`` entry."""
-        status: dict[str, Any] = {"value": self.status, "args": self.args}
-        if self.source == "preset":
-            shown = self.preset.copy()
-            shown.unset(*_RESERVED, "host", "port", "alias", "tags")
-            status["preset"] = shown.to_ini()
-        if self.failed:
-            status["exit_code"] = self.exit_code
-            status["failed"] = True
-        entry: dict[str, Any] = {
-            "id": self.name,
-            "aliases": self.aliases,
-            "tags": self.tags,
-            "object": "model",
-            "owned_by": "llamacpp",
-            "created": int(time.time()),
-            "status": status,
-            "architecture": self.architecture,
-            "source": self.source,
-            "can_remove": self.source == "cache",
-        }
-        if self.running:  # what the child reports, its architecture over the projector's
-            entry.update(
-                {k: v for k, v in self.loaded_info.items() if k not in entry or k == "architecture"}
-            )
-        return entry
 
 
 @dataclass
@@ -166,7 +87,7 @@ class Router:
         hf_token: str = "",
     ) -> None:
         self.base = base.copy()
-        self.base.unset(*_RESERVED, *_MODEL_ARGS, "log_file")
+        self.base.unset(*RESERVED, *MODEL_ARGS, "log_file")
         self.models_dir = models_dir
         self.models_preset = models_preset
         self.models_max = models_max
@@ -243,8 +164,8 @@ class Router:
 
     def _model(self, name: str, source: str, preset: Preset) -> Model:
         m = Model(name, source, preset)
-        m.aliases = _names(preset.get("alias"))
-        m.tags = _names(preset.get("tags"))
+        m.aliases = names(preset.get("alias"))
+        m.tags = names(preset.get("tags"))
         m.architecture = from_projector(preset.get("mmproj"))
         timeout = preset.get(STOP_TIMEOUT)
         if timeout is not None:
@@ -257,11 +178,11 @@ class Router:
 
     def _args(self, m: Model) -> list[str]:
         p = m.preset.copy()
-        p.unset(*_RESERVED)
+        p.unset(*RESERVED)
         p.options.update({"host": CHILD_ADDR, "port": str(m.port), "alias": m.name})
         return [*child_command(), *p.to_args()]
 
-    def _check_names(self, models: dict[str, Model]) -> None:
+    def _checknames(self, models: dict[str, Model]) -> None:
         seen: dict[str, str] = {}
         for name in models:
             seen[name] = name
@@ -280,7 +201,7 @@ class Router:
         final, source, hidden = self._presets()
         first = not self.models
         fresh = {n: self._model(n, source[n], p) for n, p in final.items()}
-        self._check_names(fresh)
+        self._checknames(fresh)
         stale: list[str] = []
         for name, old in list(self.models.items()):
             new = fresh.get(name)
