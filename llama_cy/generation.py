@@ -29,7 +29,6 @@ import logging
 import random
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -47,9 +46,6 @@ from llama_cy.prompt_media import Media, media_token
 from llama_cy.rejection import verify
 from llama_cy.sampling import build_sampler
 from llama_cy.streaming import CompletionOutput, PromptLogprobs, preserved_tokens
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "Job",
