@@ -1,19 +1,23 @@
 """llama_cy on a GPU against llama.cpp's own programs on the same build, side by side.
 
-usage: python bench/gpu.py OUT_DIR [--rounds 3] [--work DIR] [--dry-run] [--only TEXT ...]
+usage: python bench/gpu.py OUT_DIR [--part all|kernels|server] [--rounds 3] [--work DIR]
+                            [--dry-run] [--only TEXT ...]
 
 Every layer offloaded (``n_gpu_layers=-1``; ``-ngl 99`` for the C++ programs), rounds
 alternated A B A B, medians compared. Three generated models: an overhead-bound tiny
 llama, a ~0.85 B Q4_0 llama and a tiny llama with Gemma's 262,144-token vocabulary
-(the heaviest per-token logits copy). Then the server on the ~0.85 B model: ``llama-cy
-serve`` against llama-server at 1, 8, 32 and 64 streaming clients, tokens/s and time to
-first token (row (7b) of bench/run.py, on the device). llama-bench, llama-batched-bench
+(the heaviest per-token logits copy). Then the servers (row (7b) of bench/run.py, on
+the device): ``llama-cy serve`` against llama-server at 1, 8, 32 and 64 clients; on the
+tiny model streamed and not, on ``/completion`` and ``/v1/chat/completions``; on the
+~0.85 B model ``/completion`` streamed; tokens/s and time to first token (p50, p99).
+llama-bench, llama-batched-bench
 and llama-server are looked for in ``$LCY_BIN`` (built from the package's CMake tree,
 tools/gpu_check.sh); rows whose program is missing are recorded as skipped.
 ``--dry-run`` runs every row on small models and few tokens wherever the package runs
 (the CPU in CI), so the script cannot rot; its figures mean nothing.
 
-Writes OUT_DIR/gpu.json and OUT_DIR/gpu.md; the models go to --work (OUT_DIR/models).
+Writes OUT_DIR/gpu.json and OUT_DIR/gpu.md (gpu-PART.* for one ``--part``); the models
+go to --work (OUT_DIR/models), written once for every part.
 """
 
 from __future__ import annotations
@@ -50,9 +54,16 @@ TOP_K = ["--sampler", "dist", "--seed", "1", "--top-k", "40", "--temp", "0.8"]
 
 class Bench:
     def __init__(
-        self, out: Path, work: Path, rounds: int, dry: bool, only: Sequence[str] = ()
+        self,
+        out: Path,
+        work: Path,
+        rounds: int,
+        dry: bool,
+        only: Sequence[str] = (),
+        stem: str = "gpu",
     ) -> None:
         self.out, self.work, self.rounds, self.dry = out, work, rounds, dry
+        self.stem = stem  # the results' file names: STEM.json, STEM.md
         self.only = list(only)  # run only the rows whose name contains one of these
         self.bin = Path(os.environ["LCY_BIN"]) if os.environ.get("LCY_BIN") else None
         self.threads = 2 if dry else 4
@@ -73,7 +84,7 @@ class Bench:
         }
 
     def save(self) -> None:
-        (self.out / "gpu.json").write_text(json.dumps(self.results, indent=1))
+        (self.out / f"{self.stem}.json").write_text(json.dumps(self.results, indent=1))
 
     def row(
         self, name: str, ours: Callable[[], float], theirs: Callable[[], float], ref: str
@@ -131,6 +142,15 @@ class Bench:
         return result
 
     def models(self, work: Path) -> dict[str, Path]:
+        """The three models, written once into ``work`` (a second part reuses them)."""
+        done = work / "models.json"
+        if done.is_file():
+            return {k: Path(v) for k, v in json.loads(done.read_text()).items()}
+        made = self._write_models(work)
+        done.write_text(json.dumps({k: str(v) for k, v in made.items()}))
+        return made
+
+    def _write_models(self, work: Path) -> dict[str, Path]:
         tiny = write_tiny_llama(work / "tiny.gguf")
         if self.dry:
             big = write_tiny_llama(work / "tiny-qwen2.gguf", vocab="qwen2")
@@ -152,13 +172,23 @@ class Bench:
             "tiny llama, vocab 262k (n_embd 256)": big,
         }
 
-    def run(self) -> None:
+    def run(self, part: str) -> None:
+        """``part``: "kernels" (the generation loops, pp512, batched), "server" or "all"."""
         work = self.work
         work.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         models = self.models(work)
         self.results["prep_s"] = time.perf_counter() - t0
-        self.reference = build_reference(work / "loop")
+        if part in ("kernels", "all"):
+            self.kernel_rows(models)
+        if part in ("server", "all"):
+            self.server_rows(models)
+        self.results["total_s"] = time.perf_counter() - t0
+        self.save()
+        (self.out / f"{self.stem}.md").write_text(markdown(self.results))
+
+    def kernel_rows(self, models: dict[str, Path]) -> None:
+        self.reference = build_reference(self.work / "loop")
         n = 16 if self.dry else 128
         th = self.threads
         rp = self.repeat
@@ -266,26 +296,41 @@ class Bench:
 
         self.row(f"batched, 8 sequences, tg | {mid_name}", ours_b, theirs_b, "llama-batched-bench")
         model.close()
-        self.server_rows(mid, mid_name)
-        self.results["total_s"] = time.perf_counter() - t0
-        self.save()
-        (self.out / "gpu.md").write_text(markdown(self.results))
 
-    def server_rows(self, model: Path, model_name: str) -> None:
+    def server_rows(self, models: dict[str, Path]) -> None:
         """Row (7b) on the device: ``llama-cy serve`` against llama-server of the same
-        build, every layer offloaded, 64 slots; N clients streaming ``/completion``,
-        tokens/s and time to first token (p50). The servers take turns round by round.
-        A dry run without llama-server compares llama-cy with itself (the steps run)."""
+        build, every layer offloaded, 64 slots. On the tiny model (tokens at GPU rates, so
+        each server's own per-token work decides): 1, 8, 32 and 64 clients, streamed and
+        not, on ``/completion`` and ``/v1/chat/completions``; on the ~0.85 B model,
+        ``/completion`` streamed. Tokens/s and time to first token (p50, p99); the
+        servers take turns round by round. A dry run without llama-server compares
+        llama-cy with itself (the steps run)."""
         if self.only and not any(o in "server" for o in self.only):
             return
         clients = (1, 4) if self.dry else (1, 8, 32, 64)
         n_predict = 8 if self.dry else 128
+        names = list(models)
+        plan = {
+            names[0]: [
+                server_rates.Load(e, s, n, n_predict=n_predict)
+                for e in server_rates.ENDPOINTS
+                for s in (True, False)
+                for n in clients
+            ],
+            names[-1 if self.dry else 1]: [
+                server_rates.Load("/completion", True, n, n_predict=n_predict) for n in clients
+            ],
+        }
+        for name, loads in plan.items():
+            self._server_model(models[name], name, loads)
+
+    def _server_model(self, model: Path, model_name: str, loads: list[server_rates.Load]) -> None:
         port = 18700
         flags = ["--port", str(port), "-ngl", "99", "-np", "64", "-c", "32768"]
         flags += ["-t", str(self.threads)]
         ours = [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", str(model), *flags]
         ref = "llama-server"
-        names = [f"server, {n} clients, /completion stream | {model_name}" for n in clients]
+        names = [f"server, {load.name} | {model_name}" for load in loads]
         try:
             theirs = [str(self.program("llama-server")), "-m", str(model), *flags]
         except FileNotFoundError as exc:
@@ -294,8 +339,9 @@ class Bench:
                     self._record(name, ref, [], [], repr(exc))
                 return
             theirs, ref = ours, "llama-cy serve (dry run: no llama-server)"
-        loads = [server_rates.Load("/completion", True, n, n_predict=n_predict) for n in clients]
-        got: dict[tuple[str, int], list[server_rates.Outcome]] = {}
+        got: dict[tuple[str, server_rates.Load], list[server_rates.Outcome]] = {}
+        t0 = time.perf_counter()
+        done = 0
         try:
             for _ in range(self.rounds):
                 for side, cmd in (("ours", ours), ("theirs", theirs)):
@@ -303,22 +349,45 @@ class Bench:
                     try:
                         server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
                         for load in loads:
-                            outcome = server_rates.run(port, load)
-                            got.setdefault((side, load.n_clients), []).append(outcome)
+                            got.setdefault((side, load), []).append(server_rates.run(port, load))
                     finally:
                         server.stop()
+                # Recorded after every round: a part cut by its time limit keeps them.
+                self._server_record(model_name, ref, loads, names, got)
+                self.results.setdefault("server_s", {})[model_name] = time.perf_counter() - t0
+                done += 1
         except Exception as exc:  # recorded, and the rest of the bench goes on
+            if done:  # the rows of the rounds before stand; the failure is said beside them
+                self.results.setdefault("server_errors", []).append(
+                    f"{model_name}, round {done + 1}: {exc!r}"[:1500]
+                )
+                self.save()
+                return
             for name in names:
                 self._record(name, ref, [], [], repr(exc)[-1500:])
-            return
-        for n, name in zip(clients, names, strict=True):
-            a, b = got["ours", n], got["theirs", n]
+
+    def _server_record(
+        self,
+        model_name: str,
+        ref: str,
+        loads: list[server_rates.Load],
+        names: list[str],
+        got: dict[tuple[str, server_rates.Load], list[server_rates.Outcome]],
+    ) -> None:
+        """The rows of ``got`` so far, in place of this model's earlier ones."""
+        rows = self.results["rows"]
+        rows[:] = [
+            r for r in rows if not (r["name"].startswith("server") and model_name in r["name"])
+        ]
+        for load, name in zip(loads, names, strict=True):
+            a, b = got["ours", load], got["theirs", load]
             failed = [f for o in a for f in o.failed]
             error = f"{len(failed)} requests failed: {failed[0]}" if failed else None
-            rates = [o.tokens_per_s for o in a], [o.tokens_per_s for o in b]
-            self._record(name, ref, *rates, error)
-            ttft = [o.quantile(0.5) for o in a], [o.quantile(0.5) for o in b]
-            self._record(f"server TTFT p50, {n} clients | {model_name}", ref, *ttft, None, True)
+            self._record(name, ref, [o.tokens_per_s for o in a], [o.tokens_per_s for o in b], error)
+            for q in (0.5, 0.99):
+                ttft = [o.quantile(q) for o in a], [o.quantile(q) for o in b]
+                short = name.replace("server, ", f"server TTFT p{round(q * 100)}, ", 1)
+                self._record(short, ref, *ttft, None, True)
 
     def _record(
         self,
@@ -357,6 +426,12 @@ def markdown(r: dict[str, Any]) -> str:
         "Ratios above 1 favour llama_cy: ours / theirs for tokens/s, theirs / ours for "
         "times (TTFT).",
         "",
+        *(f"- servers on {m}: {s:.0f} s" for m, s in r.get("server_s", {}).items()),
+        *(
+            f"- **server failure** (the rounds before it stand): {e}"
+            for e in r.get("server_errors", [])
+        ),
+        "",
         "| comparison | model | reference | llama_cy | reference | ratio |",
         "|---|---|---|---|---|---|",
     ]
@@ -383,11 +458,20 @@ def main() -> None:
     parser.add_argument(
         "--only", action="append", default=[], help="run only rows whose name contains this"
     )
+    parser.add_argument(
+        "--part",
+        choices=("all", "kernels", "server"),
+        default="all",
+        help="the generation loops, pp512 and batched; or the servers (results in "
+        "gpu-PART.json/.md; all: gpu.json/.md)",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dry_run:
         args.rounds = 1
-    Bench(args.out, args.work or args.out / "models", args.rounds, args.dry_run, args.only).run()
+    stem = "gpu" if args.part == "all" else f"gpu-{args.part}"
+    work = args.work or args.out / "models"
+    Bench(args.out, work, args.rounds, args.dry_run, args.only, stem).run(args.part)
 
 
 if __name__ == "__main__":

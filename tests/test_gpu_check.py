@@ -28,9 +28,10 @@ def test_device_check_dry_run(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "bench" / "gpu.json").read_text())
     assert report["dry_run"] is True
     rows = report["rows"]
-    # ten comparisons a model, the batched one, and the server's two (tokens/s, time to
-    # first token) at each of the dry run's two client counts
-    assert len(rows) == 2 * 10 + 1 + 2 * 2
+    # ten comparisons a model, the batched one, and the servers' three (tokens/s, time to
+    # first token p50 and p99) a load: the dry run's two client counts, on the first model
+    # streamed and not on both endpoints, on the second streamed on /completion
+    assert len(rows) == 2 * 10 + 1 + 3 * (2 * 2 * 2 + 2)
     for row in rows:
         if "error" in row:  # only the rows against llama.cpp's programs, not built here
             assert "is not built" in row["error"], row
@@ -45,8 +46,13 @@ def test_device_check_dry_run(tmp_path: Path) -> None:
         "top-k/temp/dist chain, backend sampling",
     } <= ran
     server = [row for row in rows if row["name"].startswith("server")]
-    assert [row["reference"] for row in server] == ["llama-cy serve (dry run: no llama-server)"] * 4
+    assert [row["reference"] for row in server] == [
+        "llama-cy serve (dry run: no llama-server)"
+    ] * 30
     assert all("error" not in row for row in server), server  # no request failed
+    named = " ".join(row["name"] for row in server)
+    assert "/v1/chat/completions, non-stream" in named
+    assert "TTFT p99" in named
     table = (tmp_path / "bench" / "gpu.md").read_text()
     assert "DRY RUN" in table
     assert table.count("\n| ") == len(rows) + 1  # the header and a line a row

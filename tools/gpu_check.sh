@@ -1,39 +1,58 @@
 #!/usr/bin/env bash
-# The device check: the CUDA build on a lent GPU, in one call of at most 8 minutes.
+# The device check: the CUDA build on a lent GPU, in one call of about 8 minutes.
 #
 #   tools/gpu_check.sh prepare       # on the CPU machine: build and pack build/gpu-check
 #   tools/gpu_check.sh run           # on the device (the device tool's `run`, with
-#                                    #   carry=["build/gpu-check"], timeout_s=480)
+#                                    #   carry=["build/gpu-check"], timeout_s=560)
 #   tools/gpu_check.sh dry-run DIR   # anywhere the package is installed (CI): the run's
 #                                    #   steps on small sizes, its figures meaningless
 #
-# prepare: tools/cuda_wheels.sh for CPython 3.12 and sm_90 (ARCHS to change it), split as
-#   the wheel job splits it (llama_cy, and the plugin in its pack: tools/cuda_pack.py), plus
-#   llama-bench, llama-batched-bench and llama-server from the same CMake tree; the wheels
-#   of the test dependencies the device's Python lacks (it has numpy, pytest,
-#   hypothesis), and the few llama.cpp files the tests read. Under 60 MiB, or it fails.
-# run: installs all that without a network, then writes to $OUT (build/gpu-check/out):
-#   env.txt, import.txt, tests.txt (dynamic section, backend sampling), bench/gpu.md and
-#   .json (bench/gpu.py: three generated models against the C++ loop, llama-bench and
-#   llama-batched-bench; the server against llama-server at 1 to 64 clients), suite.txt
-#   and junit.xml (the suite's tests that need no Gemma, every layer offloaded, for what
-#   time is left), and <date>-gpu-<card>.md to commit under bench/results/. Time limits:
-#   TESTS_S (120), BENCH_S (300), SUITE_S (40); BENCH_ONLY="greedy top-k": only the
-#   bench rows whose names contain one of these words.
+# prepare: the llama-cy-cu13 wheel as the wheel job makes it (tools/wheel_variant.py in a
+#   worktree of HEAD at TREE, build/cu13-tree by default; tools/cuda_wheels.sh for
+#   CPython 3.12 and sm_90: ARCHS to change it), its plugin split into a pack (tools/cuda_pack.py); llama-bench,
+#   llama-batched-bench and llama-server from the same CMake tree; the wheels of the test
+#   dependencies the device's Python lacks (it has numpy, pytest, hypothesis), and the
+#   few llama.cpp files the tests read. Under 58 MiB, or it fails.
+# run: installs the wheels into a fresh virtual environment without a network, then
+#   writes to $OUT (build/gpu-check/out): env.txt, install.txt (pip list, pip check),
+#   import.txt (the distribution and the pack chosen), tests.txt (the GPU's tests and
+#   the hostile-input tests), bench/gpu-server.* (llama-cy serve against llama-server,
+#   1 to 64 clients) and bench/gpu-kernels.* (bench/gpu.py: three generated models
+#   against the C++ loop, llama-bench and llama-batched-bench), suite.txt and junit.xml
+#   (the suite's tests that need no Gemma, every layer offloaded, for what time is
+#   left), and <date>-gpu-<card>-<part>.md/.json to commit under bench/results/. Time
+#   limits: TESTS_S (150), SERVER_S (220), BENCH_S (200), SUITE_S (40); STEPS ("tests
+#   server bench suite"); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
+#   names contain one of these words.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PACK=$ROOT/build/gpu-check
-MAX_MIB=60
+MAX_MIB=58  # the tree that travels with it is about 4 MiB of the 64
 
 prepare() {
   set -e
-  PYTHONS=3.12 ARCHS=${ARCHS:-90-real} CPU_ALL_VARIANTS=false BENCH=1 tools/cuda_wheels.sh
+  local archs=${ARCHS:-90-real} tree=${TREE:-$ROOT/build/cu13-tree}
+  local version=$(sed -n "s/^  version: '\(.*\)',$/\1/p" meson.build)
+  # As the wheel job ships it (.github/workflows/wheels.yml): llama_cy renamed llama-cy-cu13,
+  # NVIDIA's runtime and both packs its dependencies, built from HEAD in a worktree of its
+  # own (kept: its files' times, and the CMake tree's source path, make a rebuild short).
+  if git -C "$tree" rev-parse --git-dir > /dev/null 2>&1; then
+    git -C "$tree" checkout -q -f --detach "$(git rev-parse HEAD)"
+  else
+    git worktree prune && git worktree add -q --detach "$tree" HEAD
+  fi
+  [ -e "$tree/subprojects/llama.cpp" ] || { mkdir -p "$tree/subprojects" &&
+    ln -s "$ROOT/subprojects/llama.cpp" "$tree/subprojects/llama.cpp"; }
+  (cd "$tree" && python3 tools/wheel_variant.py llama-cy-cu13 nvidia-cuda-runtime nvidia-cublas \
+    "llama-cy-cu13-sm75-89==$version" "llama-cy-cu13-sm90-120==$version" &&
+    PYTHONS=3.12 ARCHS=$archs CPU_ALL_VARIANTS=false BENCH=1 BUILD=$ROOT/build/cuda \
+    DIST=$ROOT/build/cuda/dist tools/cuda_wheels.sh)
   rm -rf "$PACK" && mkdir -p "$PACK/whl" "$PACK/bin"
-  # As the wheel job ships it: llama_cy without the CUDA plugin, the plugin in its pack.
-  cp "$(ls -t dist/cuda/llama_cy-*-cp312-*.whl | head -1)" "$PACK/whl/"
-  PATH="build/cuda/venv-3.12/bin:$PATH" python3 tools/cuda_pack.py split "$PACK"/whl/llama_cy-*.whl \
-    --archs "${ARCHS:-90-real}" -o "$PACK/whl"
+  # The plugin moves into its pack (tools/cuda_pack.py), as the wheel job does.
+  cp "$(ls -t build/cuda/dist/llama_cy_cu13-*-cp312-*.whl | head -1)" "$PACK/whl/"
+  PATH="build/cuda/venv-3.12/bin:$PATH" python3 tools/cuda_pack.py split "$PACK"/whl/llama_cy_cu13-*.whl \
+    --archs "$archs" -o "$PACK/whl"
   # What the suite imports beyond the device's numpy, pytest and hypothesis.
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
@@ -69,12 +88,23 @@ setup_device() {
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     lscpu | grep -E "Model name|^CPU\(s\)"; python3 --version; nvcc --version | tail -1
     ldconfig -p | grep -E "libcuda.so|libcudart|libcublas"; } > "$OUT/env.txt" 2>&1
-  SITE=/tmp/lcy-site
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$PACK"/whl/*.whl \
+  # A fresh virtual environment, the wheels installed as a user installs them, from files.
+  # The device's numpy, pytest and hypothesis are seen through the system's site.
+  # llama-cy-cu13 goes in without its dependencies: NVIDIA's runtime and cuBLAS (the
+  # device's CUDA toolkit serves them) and the other family's pack are not carried;
+  # `pip check` lists what is missing.
+  local venv=/tmp/lcy-venv whl=$PACK/whl
+  python3 -m venv --system-site-packages "$venv"
+  { "$venv/bin/pip" install --no-index --no-compile --find-links "$whl" \
+      $(ls "$whl"/*.whl | grep -v "/llama_cy_cu13-") &&
+    "$venv/bin/pip" install --no-index --no-compile --no-deps "$whl"/llama_cy_cu13-*.whl; } \
     > "$OUT/install.txt" 2>&1 || { cat "$OUT/install.txt"; return 1; }
+  { echo "--- pip list"; "$venv/bin/pip" list 2>/dev/null | grep -i -E "llama|nvidia|numpy"
+    echo "--- pip check"; "$venv/bin/pip" check; } >> "$OUT/install.txt" 2>&1
   mkdir -p subprojects/llama.cpp && tar xJf "$PACK/llama.cpp-files.tar.xz" -C subprojects/llama.cpp
-  export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
-  PY="python3 -P"  # never the source tree's uncompiled llama_cy
+  export PYTHONUNBUFFERED=1
+  PY="$venv/bin/python -P"  # never the source tree's uncompiled llama_cy
+  SITE=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   LIB=$(cd /tmp && $PY -c "import llama_cy; print(llama_cy.get_lib_dir())")
   BIN=/tmp/lcy-bin && mkdir -p $BIN && cp "$PACK"/bin/* $BIN/ && ln -sf "$LIB"/lib*.so* $BIN/
   ln -sf "$SITE"/llama_cy_cu*_sm*/libggml-cuda.so $BIN/  # the pack's plugin, for llama-bench
@@ -83,34 +113,54 @@ setup_device() {
 
 run() {
   setup_device || exit 1
-  local steps=" ${STEPS:-tests bench suite} "
-  (cd /tmp && $PY -c "import llama_cy as lc; print(lc.__file__); print(lc.system_info()); print(lc.devices())") \
+  local steps=" ${STEPS:-tests server bench suite} "
+  (cd /tmp && $PY -c "import importlib.metadata as m, llama_cy as lc; print(lc.__file__); \
+print('distribution:', m.packages_distributions()['llama_cy']); \
+print('pack:', lc._cuda_packs.selected); print(lc.system_info()); print(lc.devices())") \
     > "$OUT/import.txt" 2>&1
-  tail -3 "$OUT/import.txt"
+  tail -4 "$OUT/import.txt"
   CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
-  # The GPU's own checks, and the tests that once assumed the CPU (tests/offload.py).
-  [[ $steps == *" tests "* ]] && timeout "${TESTS_S:-120}" $PY -m pytest -q -ra tests/test_cuda_runtime.py tests/test_gpu_backend.py \
-    tests/test_backend_sampling.py tests/test_fit.py tests/test_cuda_packs.py "tests/test_hazards.py::test_huge_batch_is_a_memory_error" \
+  # The GPU's own checks, the hostile-input tests, and the tests that once assumed the CPU.
+  [[ $steps == *" tests "* ]] && timeout "${TESTS_S:-150}" $PY -m pytest -q -ra tests/test_cuda_runtime.py tests/test_gpu_backend.py \
+    tests/test_backend_sampling.py tests/test_fit.py tests/test_cuda_packs.py tests/test_hazards.py \
     "tests/test_speculative.py::test_server_mostly_rejected_drafts" \
     "tests/test_context.py::test_sigint_shim_installs_and_restores" \
     "tests/test_server_llama.py::test_every_flag_of_llama_server_is_known" 2>&1 | tail -60 \
     > "$OUT/tests.txt"
-  cat "$OUT/tests.txt"
-  if [[ $steps == *" bench "* ]]; then
-    timeout "${BENCH_S:-300}" $PY bench/gpu.py "$OUT/bench" --work /tmp/lcy-models \
-      --rounds "${ROUNDS:-3}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) 2>&1 | grep -v "^llama\|^load\|^print_info" | tail -60 > "$OUT/bench.log"
-    [ -f "$OUT/bench/gpu.md" ] || $PY -c "import sys, json; sys.path.insert(0, 'bench'); import gpu; \
-print(gpu.markdown(json.load(open('$OUT/bench/gpu.json'))))" > "$OUT/bench/gpu.md"  # a partial run
-    cp "$OUT/bench/gpu.md" "$OUT/$(date +%F)-gpu-$CARD.md"
-    cp "$OUT/bench/gpu.json" "$OUT/$(date +%F)-gpu-$CARD.json"
-  fi
+  [ -f "$OUT/tests.txt" ] && cat "$OUT/tests.txt"
+  # The servers, then the generation loops: each part writes its own table.
+  local part limit
+  for part in server bench; do
+    [[ $steps == *" $part "* ]] || continue
+    limit=${SERVER_S:-220}; [ $part = bench ] && limit=${BENCH_S:-200}
+    [ $part = bench ] && part=kernels
+    timeout "$limit" $PY bench/gpu.py "$OUT/bench" --part $part --work /tmp/lcy-models \
+      --rounds "${ROUNDS:-2}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) 2>&1 \
+      | grep -v "^llama\|^load\|^print_info" | tail -80 > "$OUT/bench-$part.log"
+    [ -f "$OUT/bench/gpu-$part.json" ] || continue
+    # A part cut by its time limit leaves its JSON: its table is made from that.
+    $PY -c "import sys, json; sys.path.insert(0, 'bench'); import gpu; \
+print(gpu.markdown(json.load(open('$OUT/bench/gpu-$part.json'))))" > "$OUT/bench/gpu-$part.md"
+    cp "$OUT/bench/gpu-$part.md" "$OUT/$(date +%F)-gpu-$CARD-$part.md"
+    cp "$OUT/bench/gpu-$part.json" "$OUT/$(date +%F)-gpu-$CARD-$part.json"
+  done
   # What time is left: a part of the suite that runs in it (FILES=tests: all of it).
   # -v: a run cut by its time limit still names each test's outcome.
   [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-40}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
     ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
     tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
   [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
+  keep_out
   return 0
+}
+
+# The device tool brings back at most 8 files from $OUT: everything in one archive, and
+# beside it the tables and the test summaries.
+keep_out() {
+  tar czf /tmp/gpu-check-out.tar.gz -C "$OUT" . && mv /tmp/gpu-check-out.tar.gz "$OUT/"
+  find "$OUT" -mindepth 1 -maxdepth 1 ! -name gpu-check-out.tar.gz ! -name "*-gpu-*.md" \
+    ! -name tests.txt ! -name import.txt ! -name suite.txt -exec rm -rf {} +
+  ls -l "$OUT"
 }
 
 dry_run() {
@@ -126,5 +176,5 @@ case "${1:-}" in
   prepare) prepare ;;
   run) run ;;
   dry-run) dry_run "${2:-}" ;;
-  *) sed -n '2,19p' "$0"; exit 2 ;;
+  *) sed -n '2,26p' "$0"; exit 2 ;;
 esac
