@@ -54,6 +54,14 @@ cdef class LlamaBatch(ViewOwner):
         return self.batch.n_tokens if not self._closed else 0
 
     @property
+    def address(self):
+        """The address of this batch's ``llama_batch`` struct, for a ctypes view
+        (``llama_batch.from_address``); valid until ``close()``. A decode checks the
+        token count and each token's sequence count written there."""
+        self._ensure_alive()
+        return <size_t>&self.batch
+
+    @property
     def n_tokens(self):
         self._ensure_alive()
         return self.batch.n_tokens

@@ -1,11 +1,18 @@
 from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int32_t
 
-from llama_cy._c.ggml cimport ggml_threadpool_t
+from llama_cy._c.ggml cimport ggml_abort_callback, ggml_threadpool_t
 from llama_cy._c.llama cimport llama_context, llama_context_params, llama_memory_t
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner
+
+
+# The abort callback llama.cpp calls: llama_cy's own flag first, then the caller's.
+ctypedef struct AbortChain:
+    volatile int *flag
+    ggml_abort_callback user
+    void *user_data
 
 
 cdef class LlamaContext(ViewOwner):
@@ -31,6 +38,9 @@ cdef class LlamaContext(ViewOwner):
     # Set by Ctrl-C (SIGINT) or abort() from another thread; read by llama.cpp's
     # abort callback between graph nodes.
     cdef volatile int _abort
+    cdef AbortChain _abort_chain
+    # The caller's C callbacks (cb_eval, abort_callback: ctypes functions), held alive.
+    cdef tuple _c_callbacks
     # LoRA adapters set on this context -> scale; holding them keeps them alive.
     cdef dict _loras
     # Persistent threadpools (generation, batch), as llama.cpp's own tools attach.

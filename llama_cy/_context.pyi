@@ -1,6 +1,8 @@
+import ctypes
+from _ctypes import CFuncPtr
 from collections.abc import Mapping
 from os import PathLike
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +17,8 @@ from llama_cy.cpu_params import CpuParams
 from llama_cy.perf import ContextPerf
 
 _Path = str | PathLike[str]
+# An opaque pointer llama.cpp hands back to a C callback.
+_Address = int | ctypes.c_void_p | ctypes._Pointer[Any] | ctypes.Array[Any]
 
 STATE_SEQ_FLAGS_PARTIAL_ONLY: int
 STATE_SEQ_FLAGS_ON_DEVICE: int
@@ -85,6 +89,10 @@ class LlamaContext(ViewOwner):
         cpu_params_batch: CpuParams | None = None,
         ctx_type: Literal["default", "mtp"] = "default",
         ctx_other: LlamaContext | None = None,
+        cb_eval: CFuncPtr | None = None,
+        cb_eval_user_data: _Address | None = None,
+        abort_callback: CFuncPtr | None = None,
+        abort_callback_data: _Address | None = None,
     ) -> Self: ...
     def decode(self, batch: LlamaBatch) -> None: ...
     def encode(self, batch: LlamaBatch) -> None: ...

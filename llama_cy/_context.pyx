@@ -26,11 +26,13 @@ from libc.stdlib cimport malloc, free
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml cimport (
     ggml_blck_size, ggml_type, ggml_type_name, GGML_TYPE_COUNT, ggml_threadpool_t,
-    ggml_threadpool_params,
+    ggml_threadpool_params, ggml_abort_callback,
     ggml_threadpool_params_default, ggml_threadpool_params_match, ggml_sched_priority,
     GGML_MAX_N_THREADS,
 )
-from llama_cy._c.ggml_backend cimport ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address
+from llama_cy._c.ggml_backend cimport (
+    ggml_backend_reg_by_name, ggml_backend_reg_get_proc_address, ggml_backend_sched_eval_callback,
+)
 from llama_cy._adapter cimport LoraAdapter
 from llama_cy._backend import available_cpus, default_n_threads
 from llama_cy._batch cimport LlamaBatch
@@ -94,6 +96,41 @@ cdef _tp_free_t _tp_pause = <_tp_free_t>lcy_sibling_symbol(
 
 cdef cbool _abort_callback(void *data) noexcept nogil:
     return (<volatile int *>data)[0] != 0
+
+
+cdef cbool _abort_chained(void *data) noexcept nogil:
+    cdef AbortChain *chain = <AbortChain *>data
+    return chain.flag[0] != 0 or chain.user(chain.user_data)
+
+
+def _c_function(value, str what, int n_args):
+    """The address of a ctypes function made by ``CFUNCTYPE(c_bool, ...)`` with
+    llama.cpp's signature for ``what`` (checked: llama.cpp calls it as such)."""
+    import ctypes
+    if not isinstance(value, ctypes._CFuncPtr):
+        raise TypeError(f"{what} must be a ctypes function (ctypes.CFUNCTYPE(ctypes.c_bool, "
+                        f"...)(f)), not {type(value).__name__}")
+    if value.restype is not ctypes.c_bool or len(value.argtypes or ()) != n_args:
+        raise TypeError(f"{what}: llama.cpp calls it with {n_args} arguments and reads a "
+                        "c_bool; this ctypes function's prototype differs")
+    address = ctypes.cast(value, ctypes.c_void_p).value
+    if not address:
+        raise ValueError(f"{what} is a NULL function pointer")
+    return address
+
+
+def _c_data(value, str what):
+    """``cb_eval_user_data`` / ``abort_callback_data``: an opaque pointer llama.cpp hands
+    back to the callback (an address, a ctypes pointer or array, or None)."""
+    import ctypes
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 64:
+        return value
+    if isinstance(value, (ctypes.c_void_p, ctypes._Pointer, ctypes.Array)):
+        return ctypes.cast(value, ctypes.c_void_p).value or 0
+    raise TypeError(f"{what} must be an address (int), a ctypes pointer or None, "
+                    f"not {type(value).__name__}")
 
 
 _log = logging.getLogger("llama_cy")
@@ -325,6 +362,12 @@ cdef class LlamaContext(ViewOwner):
     states it reads, as llama.cpp's speculative decoding makes them; its size is the
     target's. With ``ctx_type="mtp"`` it is an MTP context: the target's own model,
     loaded with ``load_mtp=True``, drafting with its NextN layers.
+    ``cb_eval`` and ``abort_callback`` are llama.cpp's C callbacks, as ctypes functions
+    with its prototypes (``CFUNCTYPE(c_bool, c_void_p, c_bool, c_void_p)`` and
+    ``CFUNCTYPE(c_bool, c_void_p)``), with their opaque data: llama.cpp calls them from
+    its compute threads (they must not call into this context); the context holds
+    them. ``abort()`` and Ctrl-C still abort:
+    ``abort_callback`` is asked after them.
     """
 
     def __cinit__(self, LlamaModel model not None, *, n_ctx=4096, n_batch=512, n_ubatch=None,
@@ -336,7 +379,8 @@ cdef class LlamaContext(ViewOwner):
                   offload_kqv=None, swa_full=None, kv_unified=None, bint no_perf=False,
                   op_offload=None, samplers=None, n_outputs_max=None, n_outputs_max_per_seq=None,
                   cpu_params=None, cpu_params_batch=None, str ctx_type="default",
-                  LlamaContext ctx_other=None):
+                  LlamaContext ctx_other=None, cb_eval=None, cb_eval_user_data=None,
+                  abort_callback=None, abort_callback_data=None):
         self.ptr = NULL
         self._samplers = {}
         self._samplers_changed = False
@@ -395,6 +439,19 @@ cdef class LlamaContext(ViewOwner):
         p.abort_callback = _abort_callback
         p.abort_callback_data = <void *>&self._abort
         self._abort = 0
+        self._c_callbacks = (cb_eval, abort_callback)
+        if cb_eval is not None:
+            p.cb_eval = <ggml_backend_sched_eval_callback><size_t>_c_function(
+                cb_eval, "cb_eval", 3)
+            p.cb_eval_user_data = <void *><size_t>_c_data(cb_eval_user_data, "cb_eval_user_data")
+        if abort_callback is not None:
+            self._abort_chain.flag = &self._abort
+            self._abort_chain.user = <ggml_abort_callback><size_t>_c_function(
+                abort_callback, "abort_callback", 1)
+            self._abort_chain.user_data = <void *><size_t>_c_data(
+                abort_callback_data, "abort_callback_data")
+            p.abort_callback = _abort_chained
+            p.abort_callback_data = <void *>&self._abort_chain
 
         cdef c.llama_sampler_seq_config *configs = NULL
         configs_list = []
@@ -608,6 +665,17 @@ cdef class LlamaContext(ViewOwner):
         cdef int n_tokens = batch.batch.n_tokens
         if n_tokens == 0:
             raise ValueError("the batch is empty")
+        # Written through the raw struct (LlamaBatch.address), these could point past
+        # the arrays llama.cpp reads.
+        if n_tokens < 0 or n_tokens > batch.capacity:
+            raise InvalidBatchError(
+                f"the batch says it holds {n_tokens} tokens; its capacity is {batch.capacity}", -1)
+        cdef int i
+        for i in range(n_tokens):
+            if not 1 <= batch.batch.n_seq_id[i] <= batch.n_seq_max:
+                raise InvalidBatchError(
+                    f"token {i} belongs to {batch.batch.n_seq_id[i]} sequences; the batch "
+                    f"holds 1 to n_seq_max={batch.n_seq_max}", -1)
         if encoder and not c.llama_model_has_encoder(self.model.ptr):
             raise EncodeError("llama_encode: this model has no encoder", -1)
         if self._eagle3:

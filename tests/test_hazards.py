@@ -95,6 +95,38 @@ expect(EncodeError, ctx.encode, batch, match="no encoder")
     )
 
 
+def test_raw_batch_struct_counts_are_checked(tiny_model_path: Path) -> None:
+    """Counts written through the struct's address (llama-cpp-python's ``batch.batch``)
+    that would make llama.cpp read past the batch's arrays."""
+    hazard(
+        """
+import ctypes
+class Head(ctypes.Structure):  # llama_batch's first fields
+    _fields_ = [("n_tokens", ctypes.c_int32), ("token", ctypes.c_void_p),
+                ("embd", ctypes.c_void_p), ("pos", ctypes.c_void_p),
+                ("n_seq_id", ctypes.POINTER(ctypes.c_int32))]
+ctx = lc.LlamaContext(model, n_ctx=128, n_batch=64, n_threads=1)
+batch = lc.LlamaBatch(8)
+batch.add_sequence([10, 11, 12], 0, 0)
+raw = Head.from_address(batch.address)
+raw.n_tokens = 9
+expect(InvalidBatchError, ctx.decode, batch, match="capacity is 8")
+raw.n_tokens = -5
+expect(InvalidBatchError, ctx.decode, batch, match="capacity is 8")
+raw.n_tokens = 3
+raw.n_seq_id[1] = 0
+expect(InvalidBatchError, ctx.decode, batch, match="token 1 belongs to 0 sequences")
+raw.n_seq_id[1] = 2
+expect(InvalidBatchError, ctx.decode, batch, match="n_seq_max=1")
+raw.n_seq_id[1] = 1
+ctx.decode(batch)
+batch.close()
+expect(ClosedError, lambda: batch.address)
+""",
+        tiny_model_path,
+    )
+
+
 def test_shift_and_divide_take_one_sequence(tiny_model_path: Path) -> None:
     """seq_add/seq_div on -1 (llama.cpp's "all" in seq_rm only): its KV cache asserts."""
     hazard(

@@ -538,6 +538,49 @@ def test_internals_model_calls_the_progress_callback(tiny_model_path: Path) -> N
         _internals.LlamaModel(path_model=str(tiny_model_path), params=params, verbose=False)
 
 
+def test_internals_batch_of_embeddings_through_its_struct(tiny_model_path: Path) -> None:
+    """``LlamaBatch(embd=n)`` filled field by field through ``batch.batch``, as a
+    llama-cpp-python program does: the token embeddings decode to the tokens' logits."""
+    import gguf
+    from llama_cpp import _internals
+
+    model = _internals.LlamaModel(
+        path_model=str(tiny_model_path), params=llama_cpp.llama_model_default_params()
+    )
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = 64
+    ctx = _internals.LlamaContext(model=model, params=params)
+    tokens = model.tokenize(b"Hello world", True, False)
+    n_embd = model.n_embd()
+    [table] = [t for t in gguf.GGUFReader(tiny_model_path).tensors if t.name == "token_embd.weight"]
+    rows = np.asarray(table.data, dtype=np.float32).reshape(-1, n_embd)[tokens]
+
+    by_token = _internals.LlamaBatch(n_tokens=8, embd=0, n_seq_max=1)
+    by_token.set_batch(tokens, 0, False)
+    ctx.decode(by_token)
+    want = np.array(ctx.get_logits_ith(len(tokens) - 1))
+    ctx.kv_cache_clear()
+
+    by_embd = _internals.LlamaBatch(n_tokens=8, embd=n_embd, n_seq_max=1)
+    raw = by_embd.batch
+    assert raw is not None
+    raw.n_tokens = len(tokens)
+    for i in range(len(tokens)):
+        for j in range(n_embd):
+            raw.embd[i * n_embd + j] = float(rows[i, j])
+        raw.pos[i] = i
+        raw.n_seq_id[i] = 1
+        raw.seq_id[i][0] = 0
+        raw.logits[i] = i == len(tokens) - 1
+    assert by_embd.n_tokens() == len(tokens)
+    ctx.decode(by_embd)
+    np.testing.assert_allclose(ctx.get_logits_ith(len(tokens) - 1), want, rtol=1e-4, atol=1e-4)
+    by_embd.close()
+    assert by_embd.batch is None
+    ctx.close()
+    model.close()
+
+
 def test_json_schema_to_gbnf_takes_prop_order() -> None:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 

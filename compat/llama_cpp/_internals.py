@@ -161,12 +161,11 @@ class LlamaContext:
         params: llama_cpp.llama_context_params,
         verbose: bool = True,
     ) -> None:
-        if params.cb_eval or params.abort_callback or params.samplers:
+        if params.samplers:
             raise NotImplementedError(
-                "llama_context_params.cb_eval, abort_callback and samplers: C callbacks "
-                "and raw sampler handles that llama.cpp would call from its compute "
-                "threads outside llama_cy's guards; use llama_cy.LlamaContext "
-                "(abort() from any thread, samplers= with LlamaSampler chains)"
+                "llama_context_params.samplers: raw llama_sampler handles that llama.cpp "
+                "would own outside llama_cy's guards; use llama_cy.LlamaContext(samplers=) "
+                "with LlamaSampler chains (docs/compat.md)"
             )
         flash = {-1: None, 0: False, 1: True}[params.flash_attn_type]
         self.model = model
@@ -199,6 +198,11 @@ class LlamaContext:
             op_offload=params.op_offload,
             swa_full=params.swa_full,
             kv_unified=params.kv_unified,
+            # ctypes functions: a NULL one reads as False.
+            cb_eval=params.cb_eval or None,
+            cb_eval_user_data=params.cb_eval_user_data,
+            abort_callback=params.abort_callback or None,
+            abort_callback_data=params.abort_callback_data,
         )
         model._contexts.add(self)
 
@@ -250,20 +254,20 @@ class LlamaContext:
 
 
 class LlamaBatch:
-    """A batch of up to ``n_tokens`` tokens (``embd`` must be 0: token batches only)."""
+    """A batch of up to ``n_tokens`` tokens, or of input embeddings with ``embd > 0``.
+    ``batch`` is the ``llama_batch`` struct, as there: a ctypes view of the llama_cy
+    batch's own, so a program that fills it field by field decodes what it wrote."""
 
     def __init__(self, *, n_tokens: int, embd: int, n_seq_max: int, verbose: bool = True) -> None:
-        if embd:
-            raise NotImplementedError(
-                "embedding batches (embd > 0): llama-cpp-python fills them through the raw "
-                "llama_batch struct, which this batch does not expose; use "
-                "llama_cy.LlamaBatch(capacity, embd=n) and its add_embedding()"
-            )
         self._n_tokens = n_tokens
         self.embd = embd
         self.n_seq_max = n_seq_max
         self.verbose = verbose
-        self._batch = llama_cy.LlamaBatch(n_tokens, n_seq_max=n_seq_max)
+        self._batch = llama_cy.LlamaBatch(n_tokens, n_seq_max=n_seq_max, embd=embd)
+        self.batch: llama_cpp.llama_batch | None = llama_cpp.llama_batch.from_address(
+            self._batch.address
+        )
+        self.sampler = None  # as there: cleanup code expects the attribute
 
     def n_tokens(self) -> int:
         return len(self._batch)
@@ -272,6 +276,7 @@ class LlamaBatch:
         self._batch.clear()
 
     def close(self) -> None:
+        self.batch = None  # the view would outlive the struct it reads
         self._batch.close()
 
     def set_batch(self, batch: Sequence[int], n_past: int, logits_all: bool) -> None:
