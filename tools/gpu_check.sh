@@ -66,7 +66,7 @@ prepare() {
     build/cuda/llama.cpp/bin/llama-server"
   cp $progs "$PACK/bin/"
   # Their own libraries (libllama-bench-impl.so, ...), found beside them in the CMake tree.
-  local listed=$(unzip -Z1 "$PACK"/whl/llama_cy-*.whl)
+  local listed=$(unzip -Z1 "$PACK"/whl/llama_cy_cu13-*.whl)
   for lib in $(ldd $progs | awk '/build\/cuda\/llama.cpp/ {print $3}' | sort -u); do
     grep -qx "llama_cy/$(basename "$lib")" <<< "$listed" || cp -L "$lib" "$PACK/bin/"
   done
@@ -115,8 +115,9 @@ run() {
   setup_device || exit 1
   local steps=" ${STEPS:-tests server bench suite} "
   (cd /tmp && $PY -c "import importlib.metadata as m, llama_cy as lc; print(lc.__file__); \
-print('distribution:', m.packages_distributions()['llama_cy']); \
-print('pack:', lc._cuda_packs.selected); print(lc.system_info()); print(lc.devices())") \
+from llama_cy import _cuda_packs; print('pack:', _cuda_packs.selected); \
+print('distribution:', m.packages_distributions().get('llama_cy')); \
+print(lc.system_info()); print(lc.devices())") \
     > "$OUT/import.txt" 2>&1
   tail -4 "$OUT/import.txt"
   CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
@@ -128,6 +129,12 @@ print('pack:', lc._cuda_packs.selected); print(lc.system_info()); print(lc.devic
     "tests/test_server_llama.py::test_every_flag_of_llama_server_is_known" 2>&1 | tail -60 \
     > "$OUT/tests.txt"
   [ -f "$OUT/tests.txt" ] && cat "$OUT/tests.txt"
+  # A part of the suite that runs in SUITE_S (FILES=tests: all of it).
+  # -v: a run cut by its time limit still names each test's outcome.
+  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-40}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
+    ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
+    tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
+  [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
   # The servers, then the generation loops: each part writes its own table.
   local part limit
   for part in server bench; do
@@ -144,12 +151,6 @@ print(gpu.markdown(json.load(open('$OUT/bench/gpu-$part.json'))))" > "$OUT/bench
     cp "$OUT/bench/gpu-$part.md" "$OUT/$(date +%F)-gpu-$CARD-$part.md"
     cp "$OUT/bench/gpu-$part.json" "$OUT/$(date +%F)-gpu-$CARD-$part.json"
   done
-  # What time is left: a part of the suite that runs in it (FILES=tests: all of it).
-  # -v: a run cut by its time limit still names each test's outcome.
-  [[ $steps == *" suite "* ]] && timeout "${SUITE_S:-40}" $PY -m pytest -v -ra --junitxml="$OUT/junit.xml" \
-    ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
-    tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
-  [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
   keep_out
   return 0
 }
