@@ -64,6 +64,7 @@ class Bench:
     ) -> None:
         self.out, self.work, self.rounds, self.dry = out, work, rounds, dry
         self.stem = stem  # the results' file names: STEM.json, STEM.md
+        self.server_models: list[str] = []  # the servers on these models only (names' words)
         self.only = list(only)  # run only the rows whose name contains one of these
         self.bin = Path(os.environ["LCY_BIN"]) if os.environ.get("LCY_BIN") else None
         self.threads = 2 if dry else 4
@@ -322,7 +323,8 @@ class Bench:
             ],
         }
         for name, loads in plan.items():
-            self._server_model(models[name], name, loads)
+            if not self.server_models or any(w in name for w in self.server_models):
+                self._server_model(models[name], name, loads)
 
     def _server_model(self, model: Path, model_name: str, loads: list[server_rates.Load]) -> None:
         port = 18700
@@ -465,13 +467,21 @@ def main() -> None:
         help="the generation loops, pp512 and batched; or the servers (results in "
         "gpu-PART.json/.md; all: gpu.json/.md)",
     )
+    parser.add_argument(
+        "--server-model",
+        action="append",
+        default=[],
+        help="the servers only on models whose name contains this",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.dry_run:
         args.rounds = 1
     stem = "gpu" if args.part == "all" else f"gpu-{args.part}"
     work = args.work or args.out / "models"
-    Bench(args.out, work, args.rounds, args.dry_run, args.only, stem).run(args.part)
+    bench = Bench(args.out, work, args.rounds, args.dry_run, args.only, stem)
+    bench.server_models = args.server_model
+    bench.run(args.part)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@
 #   left), and <date>-gpu-<card>-<part>.md/.json to commit under bench/results/. Time
 #   limits: TESTS_S (150), SERVER_S (220), BENCH_S (200), SUITE_S (40); STEPS ("tests
 #   server bench suite"); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
-#   names contain one of these words.
+#   names contain one of these words; SERVER_MODELS="tiny": the servers on those models
+#   only; TESTS: the tests step's pytest arguments.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -95,8 +96,11 @@ setup_device() {
   # `pip check` lists what is missing.
   local venv=/tmp/lcy-venv whl=$PACK/whl
   python3 -m venv --system-site-packages "$venv"
-  { "$venv/bin/pip" install --no-index --no-compile --find-links "$whl" \
-      $(ls "$whl"/*.whl | grep -v "/llama_cy_cu13-") &&
+  # The device's numpy is not in the system's site (a folder of its own): named in a .pth.
+  python3 -c "import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))" \
+    > "$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/device.pth"
+  # Every wheel without resolving (pip download resolved them; numpy is the device's).
+  { "$venv/bin/pip" install --no-index --no-compile --no-deps $(ls "$whl"/*.whl | grep -v "/llama_cy_cu13-") &&
     "$venv/bin/pip" install --no-index --no-compile --no-deps "$whl"/llama_cy_cu13-*.whl; } \
     > "$OUT/install.txt" 2>&1 || { cat "$OUT/install.txt"; return 1; }
   { echo "--- pip list"; "$venv/bin/pip" list 2>/dev/null | grep -i -E "llama|nvidia|numpy"
@@ -122,11 +126,11 @@ print(lc.system_info()); print(lc.devices())") \
   tail -4 "$OUT/import.txt"
   CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')
   # The GPU's own checks, the hostile-input tests, and the tests that once assumed the CPU.
-  [[ $steps == *" tests "* ]] && timeout "${TESTS_S:-150}" $PY -m pytest -q -ra tests/test_cuda_runtime.py tests/test_gpu_backend.py \
-    tests/test_backend_sampling.py tests/test_fit.py tests/test_cuda_packs.py tests/test_hazards.py \
-    "tests/test_speculative.py::test_server_mostly_rejected_drafts" \
-    "tests/test_context.py::test_sigint_shim_installs_and_restores" \
-    "tests/test_server_llama.py::test_every_flag_of_llama_server_is_known" 2>&1 | tail -60 \
+  [[ $steps == *" tests "* ]] && timeout "${TESTS_S:-150}" $PY -m pytest -q -ra ${TESTS:-tests/test_cuda_runtime.py \
+    tests/test_gpu_backend.py tests/test_backend_sampling.py tests/test_fit.py tests/test_cuda_packs.py \
+    tests/test_hazards.py tests/test_speculative.py::test_server_mostly_rejected_drafts \
+    tests/test_context.py::test_sigint_shim_installs_and_restores \
+    tests/test_server_llama.py::test_every_flag_of_llama_server_is_known} 2>&1 | tail -60 \
     > "$OUT/tests.txt"
   [ -f "$OUT/tests.txt" ] && cat "$OUT/tests.txt"
   # A part of the suite that runs in SUITE_S (FILES=tests: all of it).
@@ -142,7 +146,8 @@ print(lc.system_info()); print(lc.devices())") \
     limit=${SERVER_S:-220}; [ $part = bench ] && limit=${BENCH_S:-200}
     [ $part = bench ] && part=kernels
     timeout "$limit" $PY bench/gpu.py "$OUT/bench" --part $part --work /tmp/lcy-models \
-      --rounds "${ROUNDS:-2}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) 2>&1 \
+      --rounds "${ROUNDS:-2}" $(for o in ${BENCH_ONLY:-}; do echo --only "$o"; done) \
+      $(for m in ${SERVER_MODELS:-}; do echo --server-model "$m"; done) 2>&1 \
       | grep -v "^llama\|^load\|^print_info" | tail -80 > "$OUT/bench-$part.log"
     [ -f "$OUT/bench/gpu-$part.json" ] || continue
     # A part cut by its time limit leaves its JSON: its table is made from that.
@@ -177,5 +182,5 @@ case "${1:-}" in
   prepare) prepare ;;
   run) run ;;
   dry-run) dry_run "${2:-}" ;;
-  *) sed -n '2,26p' "$0"; exit 2 ;;
+  *) sed -n '2,27p' "$0"; exit 2 ;;
 esac
