@@ -163,9 +163,10 @@ class LlamaContext:
     ) -> None:
         if params.samplers:
             raise NotImplementedError(
-                "llama_context_params.samplers: raw llama_sampler handles that llama.cpp "
-                "would own outside llama_cy's guards; use llama_cy.LlamaContext(samplers=) "
-                "with LlamaSampler chains (docs/compat.md)"
+                "llama_context_params.samplers: raw llama_sampler handles, which llama.cpp "
+                "reads as chains unchecked (a single sampler there is undefined behaviour); "
+                "use llama_cy.LlamaContext(samplers=) with LlamaSampler chains "
+                "(docs/compat.md)"
             )
         flash = {-1: None, 0: False, 1: True}[params.flash_attn_type]
         self.model = model
