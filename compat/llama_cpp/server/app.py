@@ -62,7 +62,7 @@ def _read_config(path: str) -> ConfigFileSettings:
         raise ValueError(f"Config file {path} not found!")
     with open(path, "rb") as f:
         if path.endswith((".yaml", ".yml")):
-            import yaml  # type: ignore[import-untyped]
+            import yaml
 
             data: Any = yaml.safe_load(f)
         else:

@@ -171,7 +171,7 @@ def read_config(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise ValueError(f"Config file {path} not found!")
     with open(path, "rb") as f:
         if path.endswith((".yaml", ".yml")):
-            import yaml  # type: ignore[import-untyped]
+            import yaml
 
             data = yaml.safe_load(f)
         else:
