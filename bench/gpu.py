@@ -61,10 +61,11 @@ class Bench:
         dry: bool,
         only: Sequence[str] = (),
         stem: str = "gpu",
+        server_models: Sequence[str] = (),
     ) -> None:
         self.out, self.work, self.rounds, self.dry = out, work, rounds, dry
         self.stem = stem  # the results' file names: STEM.json, STEM.md
-        self.server_models: list[str] = []  # the servers on these models only (names' words)
+        self.server_models = list(server_models)  # the servers on these models only (words)
         self.only = list(only)  # run only the rows whose name contains one of these
         self.bin = Path(os.environ["LCY_BIN"]) if os.environ.get("LCY_BIN") else None
         self.threads = 2 if dry else 4
@@ -479,8 +480,7 @@ def main() -> None:
         args.rounds = 1
     stem = "gpu" if args.part == "all" else f"gpu-{args.part}"
     work = args.work or args.out / "models"
-    bench = Bench(args.out, work, args.rounds, args.dry_run, args.only, stem)
-    bench.server_models = args.server_model
+    bench = Bench(args.out, work, args.rounds, args.dry_run, args.only, stem, args.server_model)
     bench.run(args.part)
 
 

@@ -22,8 +22,8 @@ class LlamaBatch(ViewOwner):
     @property
     def address(self) -> int:
         """The address of this batch's ``llama_batch`` struct, for a ctypes view
-        (``llama_batch.from_address``); valid until ``close()``. A decode checks the
-        token count and each token's sequence count written there."""
+        (``llama_batch.from_address``); valid until ``close()``. From then on, each
+        decode checks the token count and each token's sequence count written there."""
     @property
     def n_tokens(self) -> int: ...
     @property

@@ -8,6 +8,7 @@ from libc.string cimport memcpy, memset
 
 from llama_cy._c cimport llama as c
 from llama_cy._view cimport ViewOwner, array_view
+from llama_cy.errors import InvalidBatchError
 
 
 cdef class LlamaBatch(ViewOwner):
@@ -22,6 +23,7 @@ cdef class LlamaBatch(ViewOwner):
 
     def __cinit__(self, int capacity, int n_seq_max=1, *, int embd=0):
         self._allocated = False
+        self._raw = False
         if capacity <= 0:
             raise ValueError(f"capacity must be positive, got {capacity}")
         if n_seq_max <= 0:
@@ -56,10 +58,27 @@ cdef class LlamaBatch(ViewOwner):
     @property
     def address(self):
         """The address of this batch's ``llama_batch`` struct, for a ctypes view
-        (``llama_batch.from_address``); valid until ``close()``. A decode checks the
-        token count and each token's sequence count written there."""
+        (``llama_batch.from_address``); valid until ``close()``. From then on, each
+        decode checks the token count and each token's sequence count written there."""
         self._ensure_alive()
+        self._raw = True
         return <size_t>&self.batch
+
+    cdef int _check_raw_counts(self) except -1:
+        """Counts written through ``address`` that would make llama.cpp read past the
+        arrays (the methods keep them right: a batch never handed out is not scanned)."""
+        if not self._raw:
+            return 0
+        cdef int32_t i, n = self.batch.n_tokens
+        if n < 0 or n > self.capacity:
+            raise InvalidBatchError(
+                f"the batch says it holds {n} tokens; its capacity is {self.capacity}", -1)
+        for i in range(n):
+            if not 1 <= self.batch.n_seq_id[i] <= self.n_seq_max:
+                raise InvalidBatchError(
+                    f"token {i} belongs to {self.batch.n_seq_id[i]} sequences; the batch "
+                    f"holds 1 to n_seq_max={self.n_seq_max}", -1)
+        return 0
 
     @property
     def n_tokens(self):

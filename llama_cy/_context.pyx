@@ -665,17 +665,7 @@ cdef class LlamaContext(ViewOwner):
         cdef int n_tokens = batch.batch.n_tokens
         if n_tokens == 0:
             raise ValueError("the batch is empty")
-        # Written through the raw struct (LlamaBatch.address), these could point past
-        # the arrays llama.cpp reads.
-        if n_tokens < 0 or n_tokens > batch.capacity:
-            raise InvalidBatchError(
-                f"the batch says it holds {n_tokens} tokens; its capacity is {batch.capacity}", -1)
-        cdef int i
-        for i in range(n_tokens):
-            if not 1 <= batch.batch.n_seq_id[i] <= batch.n_seq_max:
-                raise InvalidBatchError(
-                    f"token {i} belongs to {batch.batch.n_seq_id[i]} sequences; the batch "
-                    f"holds 1 to n_seq_max={batch.n_seq_max}", -1)
+        batch._check_raw_counts()
         if encoder and not c.llama_model_has_encoder(self.model.ptr):
             raise EncodeError("llama_encode: this model has no encoder", -1)
         if self._eagle3:

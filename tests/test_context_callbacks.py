@@ -33,7 +33,9 @@ def tokens(tiny: lc.LlamaModel) -> list[int]:
     return [int(t) for t in tiny.tokenize("The quick brown fox jumps over the lazy dog")]
 
 
-def test_cb_eval_sees_every_computed_tensor(tiny: lc.LlamaModel, tokens: list[int]) -> None:
+def test_cb_eval_is_asked_about_and_shown_the_graphs_tensors(
+    tiny: lc.LlamaModel, tokens: list[int]
+) -> None:
     asked: list[bool] = []
     data: list[int | None] = []
 
