@@ -10,7 +10,7 @@ that does not parse, a message list of the wrong shape, a schema with a bad ``$r
 
 import json
 
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free, malloc
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
@@ -40,10 +40,19 @@ cdef extern from "_chat_shim.h" nogil:
         const vector[vector[int32_t]] &end, const vector[int32_t] &forced,
         int32_t budget) except +
 
+    cdef cppclass delta "lcy::delta":
+        string content
+        string reasoning_content
+        int64_t index
+        string name
+        string arguments
+        string id
+
     cdef cppclass parser "lcy::parser":
         parser(const string &config) except +
         string parse(const string &text, cbool is_partial) except +
-        string update(const string &text, cbool is_partial) except +
+        vector[delta] update(const string &text, cbool is_partial) except +
+        string message() except +
 
 
 def common_log_verbosity(int level):
@@ -147,15 +156,26 @@ cdef class ChatOutputParser:
         return json.loads(_str(out))
 
     def update(self, str text, bint partial=True):
-        """``{"diffs": [...], "message": {...}}`` for ``text``, the whole output so far."""
+        """The deltas from the previous call's message to that of ``text``, the whole
+        output so far: ``(content, reasoning_content, index, id, name, arguments)``
+        tuples, ``index`` None unless the delta is a tool call's. No JSON crosses: at
+        GPU token rates a streamed token should not pay for the whole reply's."""
         cdef string t = _utf8(text)
-        cdef string out
+        cdef vector[delta] out
         try:
             with nogil:
                 out = self.ptr.update(t, partial)
         except Exception as exc:
             raise ValueError(f"the output does not parse: {exc}") from None
-        return json.loads(_str(out))
+        return [
+            (_str(d.content), _str(d.reasoning_content), None if d.index < 0 else d.index,
+             _str(d.id), _str(d.name), _str(d.arguments))
+            for d in out
+        ]
+
+    def message(self):
+        """The message of the last :meth:`update`, as a dict."""
+        return json.loads(_str(self.ptr.message()))
 
 
 def json_schema_to_grammar(schema):

@@ -129,6 +129,16 @@ inline json msg_json(const common_chat_msg & msg) {
     return out;
 }
 
+// One step of a streamed reply (common_chat_msg_diff): index -1 unless it is a tool call's.
+struct delta {
+    std::string content;
+    std::string reasoning_content;
+    int64_t index;
+    std::string name;
+    std::string arguments;
+    std::string id;
+};
+
 // A parser for one generation: common_chat_parse over the whole text so far, and the
 // deltas since the last call (llama-server's task_result_state::update_chat_msg).
 class parser {
@@ -157,12 +167,13 @@ class parser {
         return msg_json(msg).dump();
     }
 
-    // The deltas from the previous call's message to this text's, then that message, as
-    // llama-server's task_result_state::update_chat_msg: an empty parse changes nothing.
-    // A partial text that does not parse yet gives no deltas (more text may mend it); a
-    // final one throws.
-    std::string update(const std::string & text, bool is_partial) {
-        json diffs = json::array();
+    // The deltas from the previous call's message to this text's, as llama-server's
+    // task_result_state::update_chat_msg: an empty parse changes nothing. A partial text
+    // that does not parse yet gives no deltas (more text may mend it); a final one
+    // throws. The message itself stays here (message()): a streamed token should not
+    // pay for the whole reply's JSON.
+    std::vector<delta> update(const std::string & text, bool is_partial) {
+        std::vector<delta> out;
         common_chat_msg msg;
         try {
             msg = common_chat_parse(text, is_partial, params_);
@@ -173,25 +184,20 @@ class parser {
         }
         if (!msg.empty()) {
             msg.set_tool_call_ids(ids_, tool_call_id);
-            for (const auto & d : common_chat_msg_diff::compute_diffs(prev_, msg)) {
-                json item = json::object();
-                item["reasoning_content"] = d.reasoning_content_delta;
-                item["content"] = d.content_delta;
-                if (d.tool_call_index != std::string::npos) {
-                    item["index"] = static_cast<int64_t>(d.tool_call_index);
-                    item["name"] = d.tool_call_delta.name;
-                    item["arguments"] = d.tool_call_delta.arguments;
-                    item["id"] = d.tool_call_delta.id;
-                }
-                diffs.push_back(item);
+            for (auto & d : common_chat_msg_diff::compute_diffs(prev_, msg)) {
+                const bool call = d.tool_call_index != std::string::npos;
+                out.push_back({std::move(d.content_delta), std::move(d.reasoning_content_delta),
+                               call ? static_cast<int64_t>(d.tool_call_index) : -1,
+                               std::move(d.tool_call_delta.name), std::move(d.tool_call_delta.arguments),
+                               std::move(d.tool_call_delta.id)});
             }
             prev_ = std::move(msg);
         }
-        json out = json::object();
-        out["diffs"] = diffs;
-        out["message"] = msg_json(prev_);
-        return out.dump();
+        return out;
     }
+
+    // The message of the last update, as JSON.
+    std::string message() const { return msg_json(prev_).dump(); }
 
   private:
     common_chat_parser_params params_;

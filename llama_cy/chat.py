@@ -379,7 +379,15 @@ class ChatParser:
                 "parse_tool_calls": parse_tool_calls,
             }
         )
-        self.message = ChatMessage()
+        self._message: ChatMessage | None = ChatMessage()
+
+    @property
+    def message(self) -> ChatMessage:
+        """The message of the text last given to :meth:`update` (read from the parser
+        when asked: a streamed token does not pay for the whole reply's)."""
+        if self._message is None:
+            self._message = ChatMessage._from(self._parser.message())
+        return self._message
 
     def parse(self, text: str, partial: bool = False) -> ChatMessage:
         """The message ``text`` holds (``partial``: the reply may go on). A final text
@@ -396,22 +404,12 @@ class ChatParser:
         """The steps from the previous call's message to this text's (``partial=False``
         for the final text); :attr:`message` becomes this text's message."""
         try:
-            r = self._parser.update(text, partial)
+            diffs = self._parser.update(text, partial)
         except ValueError:
             # Only a final text raises: it becomes content, after what was sent already.
             _log.warning("the reply does not match the chat format; it is returned as content")
             sent = self.message.content
-            self.message = ChatMessage(text)
+            self._message = ChatMessage(text)
             return [ChatDelta(text[len(sent) :])] if text.startswith(sent) else []
-        self.message = ChatMessage._from(r["message"])
-        return [
-            ChatDelta(
-                d["content"],
-                d["reasoning_content"],
-                d.get("index"),
-                d.get("id", ""),
-                d.get("name", ""),
-                d.get("arguments", ""),
-            )
-            for d in r["diffs"]
-        ]
+        self._message = None
+        return [ChatDelta(*d) for d in diffs]

@@ -1,0 +1,207 @@
+"""Where a server's time goes at GPU token rates: ``llama-cy serve`` under a few loads
+of row (7b), beside llama-server, with py-spy's view of who holds the GIL and each
+thread's CPU per generated token.
+
+usage: python bench/serve_probe.py OUT --model M.gguf [--llama-server BIN] [--rounds 2]
+       [--ngl 99] [--threads N] [--py-spy BIN] [--switch-interval S ...]
+
+For each round, each server in turn (llama-server, llama-cy serve, and llama-cy serve
+under each ``--switch-interval``: Python's GIL hand-over interval, 5 ms by default) runs
+every load; then, on llama-cy serve alone, each load again under ``py-spy record --gil``
+(only the thread that holds the GIL is sampled: what the engine thread waits behind).
+Writes OUT/probe.json, OUT/probe.md (tok/s, TTFT p50, CPU µs per token of each thread)
+and OUT/gil-<load>.txt (py-spy's stacks, folded, with each function's share).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import server_load
+import server_rates
+from serve_cpu import thread_cpu
+
+LOADS = [
+    server_rates.Load("/completion", True, 1),
+    server_rates.Load("/completion", True, 8),
+    server_rates.Load("/v1/chat/completions", True, 8),
+    server_rates.Load("/completion", True, 64),
+    server_rates.Load("/completion", False, 64),
+]
+_WRAP = "import sys; sys.setswitchinterval({}); from llama_cy.cli import main; sys.exit(main())"
+
+
+def commands(args: argparse.Namespace, port: int) -> dict[str, list[str]]:
+    flags = ["-m", args.model, "--port", str(port), "-np", "64", "-c", "32768"]
+    flags += ["-ngl", str(args.ngl), "-t", str(args.threads)]
+    out = {}
+    if args.llama_server:
+        out["llama-server"] = [args.llama_server, *flags]
+    out["llama-cy"] = [sys.executable, "-P", "-m", "llama_cy", "serve", *flags]
+    for s in args.switch_interval:
+        wrap = _WRAP.format(s)
+        out[f"llama-cy, switch {s * 1e3:g} ms"] = [
+            sys.executable,
+            "-P",
+            "-c",
+            wrap,
+            "serve",
+            *flags,
+        ]
+    return out
+
+
+def folded(path: Path, top: int = 40) -> str:
+    """py-spy's raw stacks as two tables: each function's own share and its share with
+    what it calls (file names shortened)."""
+    own: collections.Counter[str] = collections.Counter()
+    within: collections.Counter[str] = collections.Counter()
+    threads: collections.Counter[str] = collections.Counter()
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        names = [re.sub(r" \(.*?([^/]+\.py[x]?):\d+\)", r" (\1)", f) for f in frames[1:]]
+        threads[frames[0]] += int(n)
+        if names:
+            own[names[-1]] += int(n)
+        for f in set(names):
+            within[f] += int(n)
+    total = sum(threads.values()) or 1
+    lines = [f"samples {total}; threads: " + ", ".join(f"{k} {v}" for k, v in threads.items())]
+    lines += ["", "own %:"] + [f"{100 * v / total:5.1f} {k}" for k, v in own.most_common(top)]
+    lines += ["", "with callees %:"]
+    lines += [f"{100 * v / total:5.1f} {k}" for k, v in within.most_common(top)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--llama-server")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--ngl", type=int, default=99)
+    parser.add_argument("--threads", type=int, default=min(8, os.cpu_count() or 1))
+    parser.add_argument("--py-spy", default="py-spy")
+    parser.add_argument("--switch-interval", type=float, action="append", default=[])
+    parser.add_argument("--n-predict", type=int, default=128)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    port = 18800
+    loads = [
+        server_rates.Load(x.endpoint, x.stream, x.n_clients, n_predict=args.n_predict)
+        for x in LOADS
+    ]
+    got: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    t0 = time.perf_counter()
+
+    def save() -> None:
+        results = {"loads": [x.name for x in loads], "runs": got, "s": time.perf_counter() - t0}
+        (args.out / "probe.json").write_text(json.dumps(results, indent=1))
+        (args.out / "probe.md").write_text(markdown(results))
+
+    for r in range(args.rounds):
+        for side, cmd in commands(args, port).items():
+            server = server_load.ServerProcess(cmd, port, args.out / "server.log")
+            try:
+                server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
+                for load in loads:
+                    before = thread_cpu(server.proc.pid)
+                    o = server_rates.run(port, load)
+                    after = thread_cpu(server.proc.pid)
+                    n = load.n_clients * load.n_requests * load.n_predict
+                    cpu: dict[str, float] = {}
+                    for k, v in after.items():  # threads of one name summed
+                        name = k.rsplit(":", 1)[0]
+                        cpu[name] = cpu.get(name, 0.0) + (v - before.get(k, 0.0)) / n * 1e6
+                    cpu = {k: round(v, 1) for k, v in cpu.items() if v > 0.5}
+                    run = {"tok_s": o.tokens_per_s, "ttft_p50": o.quantile(0.5), "cpu_us": cpu}
+                    run["failed"] = len(o.failed)
+                    got.setdefault(side, {}).setdefault(load.name, []).append(run)
+                    print(
+                        f"round {r}, {side}, {load.name}: {server_rates.summary([o])}", flush=True
+                    )
+                if r == 0 and side == "llama-cy":
+                    profile(args, server.proc.pid, port, loads)
+            finally:
+                server.stop()
+            save()
+    save()
+
+
+def profile(args: argparse.Namespace, pid: int, port: int, loads: list[server_rates.Load]) -> None:
+    """Each load again under py-spy (--gil: the thread that holds the GIL)."""
+    for load in loads:
+        name = re.sub(r"[^a-z0-9]+", "-", load.name.lower()).strip("-")
+        raw = args.out / f"gil-{name}.raw"
+        spy = subprocess.Popen(
+            [
+                args.py_spy,
+                "record",
+                "-p",
+                str(pid),
+                "--gil",
+                "--threads",
+                "-r",
+                "1000",
+                "-f",
+                "raw",
+                "-o",
+                str(raw),
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        server_rates.run(
+            port, server_rates.Load(load.endpoint, load.stream, load.n_clients, 4, load.n_predict)
+        )
+        spy.send_signal(2)  # SIGINT: py-spy writes what it has
+        try:
+            _, err = spy.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            err = "py-spy did not stop"
+        if raw.is_file():
+            (args.out / f"gil-{name}.txt").write_text(folded(raw))
+            raw.unlink()
+        else:
+            (args.out / f"gil-{name}.txt").write_text(f"py-spy failed: {err[-2000:]}")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        "| server | load | tok/s median (min-max) | TTFT p50 ms | CPU µs/token by thread |",
+        "|---|---|---|---|---|",
+    ]
+    for side, by_load in results["runs"].items():
+        for load, runs in by_load.items():
+            rates = [x["tok_s"] for x in runs]
+            ttft = statistics.median(x["ttft_p50"] for x in runs)
+            cpu: dict[str, list[float]] = {}
+            for x in runs:
+                for k, v in x["cpu_us"].items():
+                    cpu.setdefault(k, []).append(v)
+            said = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in sorted(cpu.items()))
+            lines.append(
+                f"| {side} | {load} | {statistics.median(rates):.0f} ({min(rates):.0f}-"
+                f"{max(rates):.0f}) | {ttft:.1f} | {said} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
