@@ -62,6 +62,15 @@ def commands(args: argparse.Namespace, port: int) -> dict[str, list[str]]:
     return out
 
 
+def thread_names(py_spy: str, pid: int) -> dict[str, str]:
+    """The Python threads of ``pid`` by OS thread id (``py-spy dump``); {} if it fails."""
+    try:
+        r = subprocess.run([py_spy, "dump", "-p", str(pid)], capture_output=True, text=True)
+    except OSError:
+        return {}
+    return dict(re.findall(r'^Thread (\d+) \(\w+\): "(.+)"', r.stdout, re.M))
+
+
 def folded(path: Path, top: int = 40) -> str:
     """py-spy's raw stacks as two tables: each function's own share and its share with
     what it calls (file names shortened)."""
@@ -116,6 +125,7 @@ def main() -> None:
             server = server_load.ServerProcess(cmd, port, args.out / "server.log")
             try:
                 server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
+                named = {} if side == "llama-server" else thread_names(args.py_spy, server.proc.pid)
                 for load in loads:
                     before = thread_cpu(server.proc.pid)
                     o = server_rates.run(port, load)
@@ -123,7 +133,8 @@ def main() -> None:
                     n = load.n_clients * load.n_requests * load.n_predict
                     cpu: dict[str, float] = {}
                     for k, v in after.items():  # threads of one name summed
-                        name = k.rsplit(":", 1)[0]
+                        comm, tid = k.rsplit(":", 1)
+                        name = named.get(tid, comm)
                         cpu[name] = cpu.get(name, 0.0) + (v - before.get(k, 0.0)) / n * 1e6
                     cpu = {k: round(v, 1) for k, v in cpu.items() if v > 0.5}
                     run = {"tok_s": o.tokens_per_s, "ttft_p50": o.quantile(0.5), "cpu_us": cpu}

@@ -21,8 +21,9 @@
 #   against the C++ loop, llama-bench and llama-batched-bench), suite.txt and junit.xml
 #   (the suite's tests that need no Gemma, every layer offloaded, for what time is
 #   left), and <date>-gpu-<card>-<part>.md/.json to commit under bench/results/. Time
-#   limits: TESTS_S (150), SERVER_S (220), BENCH_S (200), SUITE_S (40); STEPS ("tests
-#   server bench suite"); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
+#   limits: TESTS_S (150), SERVER_S (220), BENCH_S (200), SUITE_S (40), PROBE_S (150);
+#   STEPS ("tests server bench suite"; "probe": bench/serve_probe.py, where the server's
+#   time goes, SWITCH: its --switch-interval values); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
 #   names contain one of these words; SERVER_MODELS="tiny": the servers on those models
 #   only; TESTS: the tests step's pytest arguments.
 set -uo pipefail
@@ -60,7 +61,7 @@ prepare() {
     --platform manylinux2014_x86_64 --platform any -d "$PACK/whl" \
     "gguf>=0.17" "starlette>=0.37" "uvicorn>=0.30" "uvloop>=0.19" "jsonschema>=4" "openai>=1.40" \
     "anthropic>=0.40" "psutil>=5.9" "jinja2>=3.1" "typing-extensions>=4.12" "httpx>=0.27" \
-    "mkdocs>=1.6,<2" "mkdocstrings[python]>=0.26" "mkdocs-gen-files>=0.5"
+    "mkdocs>=1.6,<2" "mkdocstrings[python]>=0.26" "mkdocs-gen-files>=0.5" "py-spy>=0.4"
   rm -f "$PACK"/whl/numpy-*.whl  # the device's own
   # llama.cpp's programs: the libraries they share with the wheel are linked on the device.
   local progs="build/cuda/llama.cpp/bin/llama-bench build/cuda/llama.cpp/bin/llama-batched-bench \
@@ -107,7 +108,8 @@ setup_device() {
     echo "--- pip check"; "$venv/bin/pip" check; } >> "$OUT/install.txt" 2>&1
   mkdir -p subprojects/llama.cpp && tar xJf "$PACK/llama.cpp-files.tar.xz" -C subprojects/llama.cpp
   export PYTHONUNBUFFERED=1
-  PY="$venv/bin/python -P"  # never the source tree's uncompiled llama_cy
+  PY_BIN=$venv/bin/python
+  PY="$PY_BIN -P"  # never the source tree's uncompiled llama_cy
   SITE=$($PY -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   LIB=$(cd /tmp && $PY -c "import llama_cy; print(llama_cy.get_lib_dir())")
   BIN=/tmp/lcy-bin && mkdir -p $BIN && cp "$PACK"/bin/* $BIN/ && ln -sf "$LIB"/lib*.so* $BIN/
@@ -139,6 +141,15 @@ print(lc.system_info()); print(lc.devices())") \
     ${FILES:-tests/test_batch.py tests/test_sampler.py tests/test_context.py tests/test_model.py \
     tests/test_embeddings.py tests/test_adapter.py} > "$OUT/suite.txt" 2>&1
   [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
+  # Where the server's time goes (bench/serve_probe.py): py-spy on the GIL, CPU per token.
+  if [[ $steps == *" probe "* ]]; then
+    mkdir -p /tmp/lcy-models && $PY -c "import sys; sys.path.insert(0, 'tests'); \
+from tiny_model import write_tiny_llama; write_tiny_llama('/tmp/lcy-models/probe-tiny.gguf')"
+    timeout "${PROBE_S:-150}" $PY bench/serve_probe.py "$OUT/probe" --model /tmp/lcy-models/probe-tiny.gguf \
+      --llama-server "$BIN/llama-server" --py-spy "$(dirname "$PY_BIN")/py-spy" --rounds "${ROUNDS:-2}" \
+      $(for s in ${SWITCH:-}; do echo --switch-interval "$s"; done) > "$OUT/probe.log" 2>&1
+    tail -30 "$OUT/probe.log"; cat "$OUT/probe/probe.md" 2>/dev/null
+  fi
   # The servers, then the generation loops: each part writes its own table.
   local part limit
   for part in server bench; do
