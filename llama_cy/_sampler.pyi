@@ -1,4 +1,4 @@
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, type_check_only
 
 import numpy as np
@@ -29,6 +29,10 @@ class LlamaSampler(Handle):
     # Raises TypeError: instances come from the static constructors.
     def __init__(self, *args: object, **kwargs: object) -> None: ...
     def __len__(self) -> int: ...
+    @staticmethod
+    def sample_rows(
+        ctx: LlamaContext, chains: Sequence[LlamaSampler], rows: Sequence[int]
+    ) -> list[int]: ...
     def sample(
         self,
         ctx: LlamaContext,

@@ -7,6 +7,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.math cimport INFINITY
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memmove, memset, strcmp
+from libcpp.vector cimport vector
 
 from llama_cy._c cimport llama as c
 from llama_cy._handle cimport Handle
@@ -65,6 +66,60 @@ def _split_greedy_built():
 
 cdef extern from "_argmax.h" nogil:
     int32_t _argmax "llama_cy_argmax"(const float *x, int32_t n)
+
+# sample_rows(): every row sampled in one call without the GIL. A C++ exception from a
+# sampler leaves that row's token at -1 (sample() then raises it with its type).
+cdef extern from *:
+    """
+    #include <exception>
+    struct lcy_row {
+        Py_ssize_t index;
+        llama_sampler *smpl;
+        const float *logits;
+        llama_token_data *cur;  // NULL: a lone greedy sampler, the argmax taken directly
+        size_t size;
+        llama_token token;
+    };
+    static void lcy_sample_all(lcy_row *rows, size_t n, int32_t n_vocab) {
+        for (size_t k = 0; k < n; ++k) {
+            lcy_row &r = rows[k];
+            try {
+                if (r.cur == NULL) {
+                    llama_token t = llama_cy_argmax(r.logits, n_vocab);
+                    llama_sampler_accept(r.smpl, t);
+                    r.token = t;
+                    r.size = 0;
+                    continue;
+                }
+                for (int32_t i = 0; i < n_vocab; ++i) {
+                    r.cur[i].id = i;
+                    r.cur[i].logit = r.logits[i];
+                    r.cur[i].p = 0.0f;
+                }
+                llama_token_data_array cur_p = {r.cur, (size_t) n_vocab, -1, false};
+                llama_sampler_apply(r.smpl, &cur_p);
+                if (cur_p.selected < 0 || (size_t) cur_p.selected >= cur_p.size) {
+                    continue;
+                }
+                llama_token t = cur_p.data[cur_p.selected].id;
+                llama_sampler_accept(r.smpl, t);
+                r.cur = cur_p.data;
+                r.size = cur_p.size;
+                r.token = t;
+            } catch (const std::exception &) {
+                r.token = -1;
+            }
+        }
+    }
+    """
+    ctypedef struct _Row "lcy_row":
+        Py_ssize_t index
+        c.llama_sampler *smpl
+        const float *logits
+        llama_token_data *cur
+        size_t size
+        llama_token token
+    void _sample_all "lcy_sample_all"(_Row *rows, size_t n, int32_t n_vocab) noexcept nogil
 
 # The candidates as NumPy sees them: llama_token_data {int32 id; float logit; float p}.
 CANDIDATE_DTYPE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -366,6 +421,68 @@ cdef class LlamaSampler(Handle):
             _accept_checked(self.ptr, token)
             self._raise_pending()
         return token
+
+    @staticmethod
+    def sample_rows(LlamaContext ctx not None, chains, rows):
+        """Pick and accept a token for each chain of ``chains`` from its row of ``rows``
+        (batch entries of ``ctx``'s last decode), releasing the GIL once for all of
+        them: a server's step samples every slot, and a GIL released once a slot is
+        handed to the event loop and waited for once a slot. A chain this cannot run
+        (Python samplers or a grammar in it, a row a backend sampler picked, a sampler
+        that raised) gets -1, untouched or to be sampled again with :meth:`sample`."""
+        cdef Py_ssize_t n = len(chains)
+        if len(rows) != n:
+            raise ValueError(f"{n} chains for {len(rows)} rows")
+        if n == 0:
+            return []
+        cdef vector[_Row] work
+        cdef _Row r
+        cdef LlamaSampler chain
+        cdef list entered = []
+        cdef Py_ssize_t i
+        cdef int32_t n_vocab
+        cdef list out = [-1] * n
+        ctx._lock_acquire()  # no decode moves the logits, no close frees them
+        try:
+            n_vocab = ctx.n_vocab
+            # A row a backend sampler worked on is finished by sample() alone.
+            if not (ctx._n_outputs and ctx._samplers):
+                work.reserve(n)
+                for i in range(n):
+                    chain = chains[i]
+                    chain._enter()  # a closed chain raises, as in sample()
+                    entered.append(chain)
+                    if chain._python or chain._has_grammar:
+                        continue
+                    r.logits = c.llama_get_logits_ith(ctx.ptr, rows[i]) if ctx._n_outputs else NULL
+                    if r.logits == NULL:
+                        continue
+                    if not chain._greedy_only and chain._cur_cap < n_vocab:
+                        chain._cur = <llama_token_data *>realloc(
+                            chain._cur, n_vocab * sizeof(llama_token_data))
+                        if chain._cur == NULL:
+                            chain._cur_cap = 0
+                            raise MemoryError()
+                        chain._cur_cap = n_vocab
+                    r.index = i
+                    r.smpl = chain.ptr
+                    r.cur = chain._cur
+                    if chain._greedy_only:
+                        r.cur = NULL
+                    r.token = -1
+                    work.push_back(r)
+                with nogil:
+                    _sample_all(work.data(), work.size(), n_vocab)
+                for r in work:
+                    chain = chains[r.index]
+                    chain._last = r.cur if r.token >= 0 else NULL
+                    chain._last_size = r.size if r.token >= 0 else 0
+                    out[r.index] = r.token
+        finally:
+            for chain in entered:
+                chain._release()
+            ctx._lock_release()
+        return out
 
     cdef llama_token _pick(self, const float *logits, int n, LlamaSampler first,
                            const llama_token *ids=NULL, const float *probs=NULL) except -1:

@@ -95,6 +95,7 @@ class KVSequence:
         "n_draft",
         "n_draft_accepted",
         "n_keep",
+        "picked",
         "rows",
         "spec",
         "special",
@@ -137,6 +138,8 @@ class KVSequence:
         self.grammar: LlamaSampler | None = None
         self.token = -1  # the sampled token that the next step decodes
         self.i_batch = -1  # this sequence's output row in the current batch
+        #: the token a step's LlamaSampler.sample_rows picked from that row (-1: none)
+        self.picked = -1
         self.n_cached = 0
         self.t_start = 0.0
         self.t_prompt = 0.0
@@ -229,6 +232,7 @@ class KVSequence:
             self.gen.prompt = PromptLogprobs(self.model, prompt, job.n_logprobs or 0)
         self.token = -1
         self.i_batch = -1
+        self.picked = -1
         self.n_cached = n
         self.t_start = time.perf_counter()
         self.t_prompt = self.t_start
@@ -476,7 +480,10 @@ class KVSequence:
         k = 0
         token = -1
         for k, row in enumerate(rows):
-            token, matched = self._pick(row, k, post)
+            if self.picked >= 0:  # picked with the other sequences' rows (one row, no draft)
+                token, matched, self.picked = self.picked, False, -1
+            else:
+                token, matched = self._pick(row, k, post)
             out += gen.add(ctx, token, row, chain.candidates() if post else None)
             if gen.reason is None and job.stopping_criteria:
                 ids = np.asarray(job.tokens + gen.generated, dtype=np.intc)
@@ -505,6 +512,20 @@ class KVSequence:
         last.truncated = self.truncated
         self.release()
         return last
+
+    def plain_row(self) -> bool:
+        """Whether this step's row can be sampled with other sequences' rows in one call
+        (:meth:`LlamaSampler.sample_rows`): one row, no grammar, no post-sampling
+        probabilities to keep."""
+        job = self.job
+        return (
+            self.i_batch >= 0
+            and not self.draft
+            and self.grammar is None
+            and self.chain is not None
+            and job is not None
+            and not (job.post_sampling_probs and job.n_logprobs is not None)
+        )
 
     def _pick(self, row: int, k: int, post: bool) -> tuple[int, bool]:
         """The token at output ``row``, the ``k``-th of this step, and whether it

@@ -184,6 +184,48 @@ def test_candidates_are_what_the_chain_left(ctx: lc.LlamaContext) -> None:
     assert len(greedy.candidates()) == ctx.n_vocab
 
 
+def test_sample_rows_picks_and_accepts_as_sample_does(tiny: lc.LlamaModel) -> None:
+    """A step's rows sampled in one call (the GIL released once): the tokens sample()
+    gives one chain at a time, each accepted (a seeded dist's draws and the penalties'
+    history move alike), and what the chain left kept; a chain it cannot run (a Python
+    sampler, a grammar) gets -1 and is not touched."""
+    with lc.LlamaContext(tiny, n_ctx=64, n_batch=16, n_threads=1) as ctx:
+        batch = lc.LlamaBatch(16)
+        for i, t in enumerate(tiny.tokenize("Hello world", add_special=True)):
+            batch.add(t, i, (0,), True)
+        ctx.decode(batch)
+
+        def chains() -> list[lc.LlamaSampler]:
+            return [
+                *(
+                    S.chain([S.penalties(ctx.n_vocab, 8, 1.5), S.top_k(20), S.dist(seed=7 + i)])
+                    for i in range(3)
+                ),
+                S.greedy(),
+            ]
+
+        rows = [0, 1, 2, 2]
+        ours, theirs = chains(), chains()
+        for _ in range(4):
+            got = S.sample_rows(ctx, ours, rows)
+            assert got == [c.sample(ctx, r) for c, r in zip(theirs, rows, strict=True)]
+            for a, b in zip(ours, theirs, strict=True):
+                assert np.array_equal(a.candidates(), b.candidates())
+        mask = Mask(5)
+        python = S.chain([S.from_python(mask), S.greedy()])
+        grammar = S.chain([S.grammar(tiny, 'root ::= "yes" | "no"'), S.greedy()])
+        best = int(np.argmax(raw_logits(ctx)))
+        assert S.sample_rows(ctx, [python, grammar, S.greedy()], [2, 2, 2]) == [-1, -1, best]
+        assert mask.calls == 0
+        assert S.sample_rows(ctx, [], []) == []
+        with pytest.raises(ValueError, match="2 chains for 1 rows"):
+            S.sample_rows(ctx, [S.greedy(), S.greedy()], [0])
+        closed = S.greedy()
+        closed.close()
+        with pytest.raises(ClosedError):
+            S.sample_rows(ctx, [closed], [0])
+
+
 @pytest.mark.parametrize(
     ("rows", "winners"),
     [

@@ -574,6 +574,14 @@ class Engine:
             task = self.tasks[s.id]
             if task is not None and task.job.progress:
                 self._outbox.append((task, s.progress()))
+        # Every plain row at once: the GIL is released once for the step's sampling, not
+        # once a slot (each release hands it to the event loop, and waits to get it back).
+        plain = [s for s in busy if s.plain_row()]
+        if len(plain) > 1:
+            chains = [chain for s in plain if (chain := s.chain) is not None]
+            picked = LlamaSampler.sample_rows(self.ctx, chains, [s.i_batch for s in plain])
+            for s, token in zip(plain, picked, strict=True):
+                s.picked = token
         for s in busy:
             if s.i_batch < 0:
                 continue
