@@ -25,6 +25,7 @@ from llama_cy.openai_shapes import Shaper
 from llama_cy.server import worker
 from llama_cy.server.core import Server
 from llama_cy.server.engine import Engine
+from llama_cy.server.event_stream import EventStream, Last
 from llama_cy.server.llama_server_shapes import LlamaServerShaper
 from llama_cy.server.requests import lora_for, verbose
 from llama_cy.server.schema import ApiError
@@ -124,10 +125,13 @@ async def run(
             heavy=max((job.n_logprobs or 0) for job, _ in jobs) > _HEAVY_PROBS,
             interrupt=server.settings.interrupt_requests,
         )
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        if session is None:
+            return EventStream(events, headers=headers)
+        # A resumable stream's client may leave while its generation goes on: Starlette's
+        # response stops reading the session's copy then.
         return StreamingResponse(
-            events if session is None else server.streams.tee(session, events),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            server.streams.tee(session, events), media_type="text/event-stream", headers=headers
         )
     stop = _stopper(request, session)
     watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
@@ -208,6 +212,7 @@ async def _events(
         return [sse(d, d["type"] if named else None, pieces=heavy) for d in shaper.chunk(chunk)]
 
     watchers = [asyncio.create_task(stop(engine, t)) for t in tasks]
+    n_open = len(tasks)  # tasks whose last chunk has not come yet
     try:
         async for ready in _merge(engine, tasks, ping if ping > 0 else None):
             if not ready:  # quiet for a while: some clients time out without this
@@ -222,17 +227,22 @@ async def _events(
                     events += await worker.run(events_of, shaper, chunk)
                 else:
                     events += events_of(shaper, chunk)
+                if chunk.stop_reason is not None:
+                    n_open -= 1
+            if not n_open:  # the last events, [DONE] and the end of the body: one write
+                yield Last("".join(events) + ("data: [DONE]\n\n" if done_marker else ""))
+                continue  # the tasks' iterators end by themselves
             yield "".join(events)
             if interrupt and engine.n_waiting:
                 break
-        if done_marker:
-            yield "data: [DONE]\n\n"
+        if n_open:
+            yield Last("data: [DONE]\n\n" if done_marker else "")
     except GoneError:
         return
     except Exception as exc:  # the status line is sent: the error goes in the stream
         status = 400 if isinstance(exc, ValueError) else 500
         kind = "invalid_request_error" if status == 400 else "server_error"
-        yield sse(ApiError(status, str(exc), kind).body())
+        yield Last(sse(ApiError(status, str(exc), kind).body()))
     finally:
         for w in watchers:
             w.cancel()
