@@ -356,7 +356,8 @@ def test_a_stream_ends_in_one_write(server: Server) -> None:
     last = chunks[-1].decode()
     assert last.endswith("data: [DONE]\n\n")
     events = [json.loads(e[6:]) for e in last.split("\n\n") if e.startswith("data: {")]
-    assert events and events[-1]["choices"][0]["finish_reason"] == "length"
+    assert events
+    assert events[-1]["choices"][0]["finish_reason"] == "length"
 
 
 def test_disconnect_mid_stream_frees_the_slot(server: Server) -> None:
