@@ -646,7 +646,8 @@ cdef class LlamaContext(ViewOwner):
     # ---- compute ----------------------------------------------------------------
 
     def decode(self, LlamaBatch batch not None):
-        """Run the model on a batch (``llama_decode``), the GIL released.
+        """Run the model on a batch (``llama_decode``), the GIL released until its
+        outputs are ready (on a GPU too: llama.cpp's decode only queues the graph there).
 
         Raises KVCacheFullError (no room in the context), AbortedError (``abort()``),
         KeyboardInterrupt (Ctrl-C, within one graph node), InvalidBatchError (bad
@@ -710,6 +711,10 @@ cdef class LlamaContext(ViewOwner):
                     rc = c.llama_encode(self.ptr, batch.batch)
                 else:
                     rc = c.llama_decode(self.ptr, batch.batch)
+                # A GPU backend's decode returns once the graph is queued; the wait for
+                # it would come at the first read of an output, with the GIL held (every
+                # other thread, a server's event loop, stopped for the whole compute).
+                c.llama_synchronize(self.ptr)
             if interruptible:
                 interrupt_end(&saved)
         finally:
@@ -1170,12 +1175,19 @@ cdef class LlamaContext(ViewOwner):
         self._ensure_weights()
         self._check_seq(seq_id, False)
         _check_state_flags(flags)
+        cdef size_t size, n = 0
+        cdef uint8_t *out
         self._lock_acquire()
         try:
-            size = c.llama_state_seq_get_size_ext(self.ptr, seq_id, flags)
+            # Without the GIL: on a GPU the state is copied out of device memory (a
+            # server does this for its prompt cache while its event loop serves).
+            with nogil:
+                size = c.llama_state_seq_get_size_ext(self.ptr, seq_id, flags)
             buf = bytearray(size)
-            n = c.llama_state_seq_get_data_ext(
-                self.ptr, <uint8_t *><char *>buf, size, seq_id, flags) if size else 0
+            if size:
+                out = <uint8_t *><char *>buf
+                with nogil:
+                    n = c.llama_state_seq_get_data_ext(self.ptr, out, size, seq_id, flags)
         finally:
             self._lock_release()
         if n != size:
@@ -1191,9 +1203,12 @@ cdef class LlamaContext(ViewOwner):
         cdef const uint8_t[::1] src = memoryview(data).cast("B")
         if src.shape[0] == 0:
             raise StateError("empty state data")
+        cdef const uint8_t *data_ptr = &src[0]
+        cdef size_t n, length = src.shape[0]
         self._lock_acquire()
         try:
-            n = c.llama_state_seq_set_data_ext(self.ptr, &src[0], src.shape[0], seq_id, flags)
+            with nogil:
+                n = c.llama_state_seq_set_data_ext(self.ptr, data_ptr, length, seq_id, flags)
         finally:
             self._lock_release()
         if n == 0:

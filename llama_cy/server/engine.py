@@ -450,13 +450,20 @@ class Engine:
         idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
         if self.slot_prompt_similarity > 0.0:
-            best = max(idle, key=lambda s: (common_prefix(s.cache, prompt), -s.last_used))
-            n = common_prefix(best.cache, prompt)
-            if best.cache and n / len(prompt) > self.slot_prompt_similarity:
-                if n / len(best.cache) < 0.5:
+            # Ties go to the lowest id, as in llama-server: a step's sequences stay close
+            # together, and its attention spans the KV streams from its lowest sequence to
+            # its highest (a step over slots 3 and 60 reads 58 slots' caches).
+            best, n_best = None, 0
+            for s in idle:
+                n = common_prefix(s.cache, prompt) if s.cache else 0
+                if n > n_best and n / len(prompt) > self.slot_prompt_similarity:
+                    best, n_best = s, n
+            if best is not None:
+                if n_best / len(best.cache) < 0.5:
                     self._swap_cached(best, prompt)
                 return best
-        slot = min(idle, key=lambda s: s.last_used)
+        # the least recently used; ties to the highest id, as llama-server's `<=` scan
+        slot = min(reversed(idle), key=lambda s: s.last_used)
         self._swap_cached(slot, prompt)
         return slot
 
