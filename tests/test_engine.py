@@ -89,6 +89,37 @@ def test_a_request_goes_to_the_slot_with_its_prefix_and_decodes_only_new_tokens(
         engine.stop()
 
 
+def test_slot_choice_breaks_ties_as_llama_server(tiny: lc.LlamaModel) -> None:
+    """A fresh engine hands out slots from the highest id down (least recently used,
+    ties to the last, as llama-server's scan), and a prompt that shares as much with
+    several idle slots goes to the lowest of them: a step's attention spans the KV
+    streams from its lowest slot to its highest, so where ties fall decides tokens/s."""
+    prep = Preparer(tiny, profile="server")
+    engine = Engine(tiny, slots=4, n_ctx=512, n_threads=1, cache_ram=0)
+    engine.start()
+    try:
+        story = "Once upon a time there was a little fox who lived in a wood"
+        jobs = [
+            prep.completion(f"{story} number {i}", max_tokens=2, temperature=0) for i in range(2)
+        ]
+        serve(engine, jobs)  # together: the two highest slots
+        assert sorted(s.id for s in engine.slots if s.cache) == [2, 3]
+        again = prep.completion(f"{story} again", max_tokens=2, temperature=0)
+        held = [common_prefix(engine.slots[i].cache, again.tokens) for i in (2, 3)]
+        assert held[0] == held[1] > len(again.tokens) // 2  # a tie between slots 2 and 3
+        assert asyncio.run(_slot_of(engine, again)) == 2
+    finally:
+        engine.stop()
+
+
+async def _slot_of(engine: Engine, job: Job) -> int:
+    """The slot that served ``job``."""
+    task = engine.submit(job)
+    async for _ in engine.results(task):
+        pass
+    return task.slot
+
+
 def test_stopping_criteria_in_the_engine(tiny: lc.LlamaModel) -> None:
     prep = Preparer(tiny, profile="server")
     seen: list[int] = []
