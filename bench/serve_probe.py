@@ -20,6 +20,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -156,6 +157,9 @@ def profile(args: argparse.Namespace, pid: int, port: int, loads: list[server_ra
     for load in loads:
         name = re.sub(r"[^a-z0-9]+", "-", load.name.lower()).strip("-")
         raw = args.out / f"gil-{name}.raw"
+        if shutil.which(args.py_spy) is None:
+            (args.out / f"gil-{name}.txt").write_text(f"py-spy failed: {args.py_spy} not found")
+            continue
         spy = subprocess.Popen(
             [
                 args.py_spy,

@@ -56,3 +56,28 @@ def test_device_check_dry_run(tmp_path: Path) -> None:
     table = (tmp_path / "bench" / "gpu.md").read_text()
     assert "DRY RUN" in table
     assert table.count("\n| ") == len(rows) + 1  # the header and a line a row
+
+
+def test_serve_probe_dry_run(tmp_path: Path, tiny_model_path: Path) -> None:
+    """bench/serve_probe.py, the device check's probe step, on this machine's CPU: every
+    load is measured, each thread's CPU is named, and a missing py-spy is said, not fatal."""
+    out = tmp_path / "probe"
+    run = subprocess.run(
+        [sys.executable, "-P", str(ROOT / "bench" / "serve_probe.py"), str(out),
+         "--model", str(tiny_model_path), "--rounds", "1", "--ngl", "0", "--threads", "2",
+         "--n-predict", "4", "--py-spy", "no-such-py-spy"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads((out / "probe.json").read_text())
+    runs = result["runs"]["llama-cy"]
+    assert set(runs) == set(result["loads"])
+    named: set[str] = set()
+    for load, (one,) in runs.items():
+        assert one["failed"] == 0, load
+        assert one["tok_s"] > 0
+        named |= set(one["cpu_us"])  # a thread below a clock tick in one load is left out
+    assert {"MainThread", "llama_cy-engine"} <= named, named
+    assert "llama-cy | 8 clients, /v1/chat/completions, stream" in (out / "probe.md").read_text()
+    spy = (out / "gil-8-clients-v1-chat-completions-stream.txt").read_text()
+    assert spy == "py-spy failed: no-such-py-spy not found"

@@ -328,7 +328,7 @@ def _http_chunks(raw: bytes) -> list[bytes]:
     """The chunks of an HTTP/1.1 chunked body, as the server wrote them."""
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"transfer-encoding: chunked" in head.lower()
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         size, _, body = body.partition(b"\r\n")
         n = int(size, 16)
