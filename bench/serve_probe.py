@@ -126,7 +126,10 @@ def main() -> None:
             server = server_load.ServerProcess(cmd, port, args.out / "server.log")
             try:
                 server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
-                named = {} if side == "llama-server" else thread_names(args.py_spy, server.proc.pid)
+                # the OS names every Python thread after the program: py-spy knows them
+                named = {str(server.proc.pid): "MainThread"}
+                if side != "llama-server":
+                    named |= thread_names(args.py_spy, server.proc.pid)
                 for load in loads:
                     before = thread_cpu(server.proc.pid)
                     o = server_rates.run(port, load)

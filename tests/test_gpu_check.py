@@ -77,7 +77,9 @@ def test_serve_probe_dry_run(tmp_path: Path, tiny_model_path: Path) -> None:
         assert one["failed"] == 0, load
         assert one["tok_s"] > 0
         named |= set(one["cpu_us"])  # a thread below a clock tick in one load is left out
-    assert {"MainThread", "llama_cy-engine"} <= named, named
+    # without py-spy only the main thread is told from the others (the engine's, llama.cpp's)
+    assert "MainThread" in named
+    assert len(named) >= 2, named
     assert "llama-cy | 8 clients, /v1/chat/completions, stream" in (out / "probe.md").read_text()
     spy = (out / "gil-8-clients-v1-chat-completions-stream.txt").read_text()
     assert spy == "py-spy failed: no-such-py-spy not found"
