@@ -63,6 +63,16 @@ def commands(args: argparse.Namespace, port: int) -> dict[str, list[str]]:
     return out
 
 
+def history(n_predict: int) -> list[server_rates.Load]:
+    """Row (7b)'s loads before its 8-client chat stream, in the rows' order (bench/gpu.py)."""
+    loads = [
+        server_rates.Load("/completion", stream, n, n_predict=n_predict)
+        for stream in (True, False)
+        for n in (1, 8, 32, 64)
+    ]
+    return [*loads, server_rates.Load("/v1/chat/completions", True, 1, n_predict=n_predict)]
+
+
 def thread_names(py_spy: str, pid: int) -> dict[str, str]:
     """The Python threads of ``pid`` by OS thread id (``py-spy dump``); {} if it fails."""
     try:
@@ -106,6 +116,18 @@ def main() -> None:
     parser.add_argument("--py-spy", default="py-spy")
     parser.add_argument("--switch-interval", type=float, action="append", default=[])
     parser.add_argument("--n-predict", type=int, default=128)
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="before the loads, each server serves row (7b)'s loads up to the 1-client chat "
+        "stream, in the rows' order (their 8-client chat stream read 0.40-0.50 of "
+        "llama-server's where a fresh server read 0.95)",
+    )
+    parser.add_argument(
+        "--spy-all",
+        action="store_true",
+        help="py-spy samples every thread, waiting or not (--idle), not only the GIL's holder",
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     port = 18800
@@ -126,6 +148,9 @@ def main() -> None:
             server = server_load.ServerProcess(cmd, port, args.out / "server.log")
             try:
                 server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))
+                if args.history:
+                    for earlier in history(args.n_predict):
+                        server_rates.run(port, earlier)
                 # the OS names every Python thread after the program: py-spy knows them
                 named = {str(server.proc.pid): "MainThread"}
                 if side != "llama-server":
@@ -169,7 +194,7 @@ def profile(args: argparse.Namespace, pid: int, port: int, loads: list[server_ra
                 "record",
                 "-p",
                 str(pid),
-                "--gil",
+                "--idle" if args.spy_all else "--gil",
                 "--threads",
                 "-r",
                 "1000",

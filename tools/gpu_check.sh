@@ -23,7 +23,8 @@
 #   left), and <date>-gpu-<card>-<part>.md/.json to commit under bench/results/. Time
 #   limits: TESTS_S (150), SERVER_S (220), BENCH_S (200), SUITE_S (40), PROBE_S (150);
 #   STEPS ("tests server bench suite"; "probe": bench/serve_probe.py, where the server's
-#   time goes, SWITCH: its --switch-interval values); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
+#   time goes, SWITCH: its --switch-interval values, PROBE_ARGS: more of its flags,
+#   e.g. "--history --spy-all"); ROUNDS (2); BENCH_ONLY="greedy top-k": only the rows whose
 #   names contain one of these words; SERVER_MODELS="tiny": the servers on those models
 #   only; TESTS: the tests step's pytest arguments.
 set -uo pipefail
@@ -147,7 +148,7 @@ print(lc.system_info()); print(lc.devices())") \
 from tiny_model import write_tiny_llama; write_tiny_llama('/tmp/lcy-models/probe-tiny.gguf')"
     timeout "${PROBE_S:-150}" $PY bench/serve_probe.py "$OUT/probe" --model /tmp/lcy-models/probe-tiny.gguf \
       --llama-server "$BIN/llama-server" --py-spy "$(dirname "$PY_BIN")/py-spy" --rounds "${ROUNDS:-2}" \
-      $(for s in ${SWITCH:-}; do echo --switch-interval "$s"; done) > "$OUT/probe.log" 2>&1
+      $(for s in ${SWITCH:-}; do echo --switch-interval "$s"; done) ${PROBE_ARGS:-} > "$OUT/probe.log" 2>&1
     tail -30 "$OUT/probe.log"; cat "$OUT/probe/probe.md" 2>/dev/null
   fi
   # The servers, then the generation loops: each part writes its own table.
