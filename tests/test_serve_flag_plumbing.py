@@ -111,3 +111,32 @@ def test_the_flag_reaches_its_setting(argv: list[str], get: Get, want: Any) -> N
     base = argv[: len(SPEC)] if argv[: len(SPEC)] == SPEC else []
     assert get(settings(*base)) != want  # the default is something else
     assert get(settings(*argv)) == want
+
+
+@pytest.mark.parametrize(
+    ("types", "n_gpu_layers", "expected"),
+    [(("cpu",), -1, 0.005), (("cpu", "gpu"), -1, 0.0005), (("cpu", "gpu"), 0, 0.005)],
+)
+def test_the_gil_switch_interval_is_shortened_only_on_a_gpu(
+    monkeypatch: pytest.MonkeyPatch, types: tuple[str, ...], n_gpu_layers: int, expected: float
+) -> None:
+    """llama-cy serve hands the GIL over every 0.5 ms where the model runs on a GPU (the
+    engine's steps take about a millisecond there), and leaves Python's 5 ms on a CPU
+    and to a process that chose its own."""
+    import sys
+    from types import SimpleNamespace
+
+    import llama_cy
+    from llama_cy import server
+
+    monkeypatch.setattr(llama_cy, "devices", lambda: [SimpleNamespace(type=t) for t in types])
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        server._hand_over_the_gil_sooner(ServerSettings(model="m", n_gpu_layers=n_gpu_layers))
+        assert sys.getswitchinterval() == pytest.approx(expected)
+        sys.setswitchinterval(0.002)  # the process's own choice stands
+        server._hand_over_the_gil_sooner(ServerSettings(model="m", n_gpu_layers=n_gpu_layers))
+        assert sys.getswitchinterval() == pytest.approx(0.002)
+    finally:
+        sys.setswitchinterval(before)

@@ -89,7 +89,7 @@ def serve(
             link.notify("ready", model_card(app.state.server))
         where = ", ".join(_where(s, ssl_keyfile is not None) for s in sockets)
         print(f"llama-cy: serving {settings.model_id} on {where}", file=sys.stderr, flush=True)
-        _hand_over_the_gil_sooner()
+        _hand_over_the_gil_sooner(settings)
         _run(
             app,
             sockets,
@@ -105,13 +105,21 @@ def serve(
 
 
 #: The longest the engine thread waits for the GIL once its step's compute is done,
-#: instead of Python's 5 ms: the event loop holds it while it writes to the clients, and
-#: at GPU token rates a step takes about 1 ms (measured on an H200: bench/results).
+#: instead of Python's 5 ms, where the model runs on a GPU: the event loop holds it while
+#: it writes to the clients, and at GPU token rates a step takes about 1 ms (an H200 gave
+#: 11-15% more tokens/s at 0.5 ms: bench/results/2026-11-28-gpu-NVIDIA-H200-probe.md).
 SWITCH_INTERVAL_S = 0.0005
 
 
-def _hand_over_the_gil_sooner() -> None:
-    """:data:`SWITCH_INTERVAL_S` for this process, unless it set an interval of its own."""
+def _hand_over_the_gil_sooner(settings: ServerSettings) -> None:
+    """:data:`SWITCH_INTERVAL_S` for this process where its model runs on a GPU, unless it
+    set an interval of its own. Not on a CPU: llama.cpp's threads fill the cores there,
+    and each forced hand-over waits for the OS to run the other thread (on 2 cores the
+    time to first token of one client went from 3-5 ms to 7.5)."""
+    from llama_cy import devices
+
+    if settings.n_gpu_layers == 0 or not any(d.type in ("gpu", "igpu") for d in devices()):
+        return
     if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
 
