@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -322,42 +321,6 @@ def _open_stream(server: Server, body: dict[str, Any]) -> http.client.HTTPConnec
         {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
     )
     return conn
-
-
-def _http_chunks(raw: bytes) -> list[bytes]:
-    """The chunks of an HTTP/1.1 chunked body, as the server wrote them."""
-    head, _, body = raw.partition(b"\r\n\r\n")
-    assert b"transfer-encoding: chunked" in head.lower()
-    chunks: list[bytes] = []
-    while True:
-        size, _, body = body.partition(b"\r\n")
-        n = int(size, 16)
-        if n == 0:
-            return chunks
-        chunks.append(body[:n])
-        body = body[n + 2 :]
-
-
-def test_a_stream_ends_in_one_write(server: Server) -> None:
-    """The last token's events, ``[DONE]`` and the end of the body go out together: a
-    streamed request costs the event loop no write of its own to close it."""
-    body = json.dumps({"prompt": "Hi", "max_tokens": 3, "stream": True, "temperature": 0})
-    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
-        sock.sendall(
-            f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-            f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
-        )
-        raw = b""
-        while piece := sock.recv(65536):
-            raw += piece
-    chunks = _http_chunks(raw)
-    assert all(chunks), "an empty chunk before the end"
-    last = chunks[-1].decode()
-    assert last.endswith("data: [DONE]\n\n")
-    events = [json.loads(e[6:]) for e in last.split("\n\n") if e.startswith("data: {")]
-    assert events
-    assert events[-1]["choices"][0]["finish_reason"] == "length"
 
 
 def test_disconnect_mid_stream_frees_the_slot(server: Server) -> None:
