@@ -31,6 +31,9 @@ class Load:
     n_clients: int
     n_requests: int = 2
     n_predict: int = 128
+    #: client i's requests go to slot id_slots[i % len] (llama-server's id_slot); ():
+    #: the server chooses
+    id_slots: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -50,8 +53,10 @@ class Outcome:
         return 1e3 * xs[min(len(xs) - 1, round(q * (len(xs) - 1)))] if xs else float("nan")
 
 
-def body(load: Load, prompt: str) -> dict[str, Any]:
+def body(load: Load, prompt: str, client: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {"stream": load.stream, "ignore_eos": True}
+    if load.id_slots:
+        out["id_slot"] = load.id_slots[client % len(load.id_slots)]
     if load.endpoint == "/completion":
         out |= {"prompt": prompt, "n_predict": load.n_predict}
     else:
@@ -105,11 +110,11 @@ class _Chunked:
         return bytes(out)
 
 
-async def _request(port: int, load: Load, prompt: str) -> tuple[float, int]:
+async def _request(port: int, load: Load, prompt: str, client: int) -> tuple[float, int]:
     """One request: (seconds to its first token, tokens generated)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        data = json.dumps(body(load, prompt)).encode()
+        data = json.dumps(body(load, prompt, client)).encode()
         head = (
             f"POST {load.endpoint} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
             "Content-Type: application/json\r\n"
@@ -164,7 +169,7 @@ async def _client(port: int, load: Load, i: int, out: Outcome, counts: list[int]
     for r in range(load.n_requests):
         prompt = PROMPTS[(i + r) % len(PROMPTS)] + f" (story {i}.{r})"
         try:
-            first, n = await _request(port, load, prompt)
+            first, n = await _request(port, load, prompt, i)
         except Exception as exc:  # counted: a failure is a result too
             out.failed.append(repr(exc)[:200])
             continue

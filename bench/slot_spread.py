@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import server_rates
@@ -24,19 +23,8 @@ import server_rates
 
 def pinned(port: int, slots: list[int], n_predict: int) -> float:
     """Tokens/s of one streamed client per slot, each on its own slot."""
-    plain = server_rates.body
-    turn = iter(range(10**9))
-
-    def body(load: server_rates.Load, prompt: str) -> dict[str, Any]:
-        return {**plain(load, prompt), "id_slot": slots[next(turn) % len(slots)]}
-
-    server_rates.body = body
-    try:
-        out = server_rates.run(
-            port, server_rates.Load("/completion", True, len(slots), 2, n_predict)
-        )
-    finally:
-        server_rates.body = plain
+    load = server_rates.Load("/completion", True, len(slots), 2, n_predict, tuple(slots))
+    out = server_rates.run(port, load)
     if out.failed:
         raise RuntimeError(out.failed[0])
     return out.tokens_per_s

@@ -513,19 +513,20 @@ class KVSequence:
         self.release()
         return last
 
-    def plain_row(self) -> bool:
-        """Whether this step's row can be sampled with other sequences' rows in one call
-        (:meth:`LlamaSampler.sample_rows`): one row, no grammar, no post-sampling
-        probabilities to keep."""
+    def plain_chain(self) -> LlamaSampler | None:
+        """The chain that may sample this step's row together with other sequences'
+        rows in one call (:meth:`LlamaSampler.sample_rows`): one row, no grammar, no
+        post-sampling probabilities to keep; else None."""
         job = self.job
-        return (
-            self.i_batch >= 0
-            and not self.draft
-            and self.grammar is None
-            and self.chain is not None
-            and job is not None
-            and not (job.post_sampling_probs and job.n_logprobs is not None)
-        )
+        if (
+            self.i_batch < 0
+            or self.draft
+            or self.grammar is not None
+            or job is None
+            or (job.post_sampling_probs and job.n_logprobs is not None)
+        ):
+            return None
+        return self.chain
 
     def _pick(self, row: int, k: int, post: bool) -> tuple[int, bool]:
         """The token at output ``row``, the ``k``-th of this step, and whether it

@@ -109,6 +109,7 @@ def serve(
 #: it writes to the clients, and at GPU token rates a step takes about 1 ms (an H200 gave
 #: 11-15% more tokens/s at 0.5 ms: bench/results/2026-11-28-gpu-NVIDIA-H200-probe.md).
 SWITCH_INTERVAL_S = 0.0005
+_PYTHON_SWITCH_INTERVAL_S = 0.005
 
 
 def _hand_over_the_gil_sooner(settings: ServerSettings) -> None:
@@ -122,9 +123,6 @@ def _hand_over_the_gil_sooner(settings: ServerSettings) -> None:
         return
     if sys.getswitchinterval() == _PYTHON_SWITCH_INTERVAL_S:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
-
-
-_PYTHON_SWITCH_INTERVAL_S = 0.005
 
 
 def serve_router(

@@ -455,7 +455,7 @@ class Engine:
             # its highest (a step over slots 3 and 60 reads 58 slots' caches).
             best, n_best = None, 0
             for s in idle:
-                n = common_prefix(s.cache, prompt) if s.cache else 0
+                n = common_prefix(s.cache, prompt)
                 if n > n_best and n / len(prompt) > self.slot_prompt_similarity:
                     best, n_best = s, n
             if best is not None:
@@ -583,11 +583,12 @@ class Engine:
                 self._outbox.append((task, s.progress()))
         # Every plain row at once: the GIL is released once for the step's sampling, not
         # once a slot (each release hands it to the event loop, and waits to get it back).
-        plain = [s for s in busy if s.plain_row()]
+        plain = [(s, chain) for s in busy if (chain := s.plain_chain()) is not None]
         if len(plain) > 1:
-            chains = [chain for s in plain if (chain := s.chain) is not None]
-            picked = LlamaSampler.sample_rows(self.ctx, chains, [s.i_batch for s in plain])
-            for s, token in zip(plain, picked, strict=True):
+            chains, rows = [c for _, c in plain], [s.i_batch for s, _ in plain]
+            for (s, _), token in zip(
+                plain, LlamaSampler.sample_rows(self.ctx, chains, rows), strict=True
+            ):
                 s.picked = token
         for s in busy:
             if s.i_batch < 0:

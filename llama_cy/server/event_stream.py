@@ -45,3 +45,5 @@ class EventStream(StreamingResponse):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # ASGI 2.4: a write to a client that is gone
             raise ClientDisconnect() from None
+        if self.background is not None:  # taken by the constructor: run, as Starlette does
+            await self.background()
