@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tiny_model import write_tiny_llama  # on sys.path: bench/run.py puts tests/ there
+from tiny_model import write_tiny_llama  # on sys.path: bench/run.py puts support/ there
 
 ROOT = Path(__file__).resolve().parent.parent
 

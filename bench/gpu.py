@@ -41,7 +41,7 @@ import llama_cy as lc
 from llama_cy import _cuda_packs
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "support")]
 import cases  # noqa: E402
 import server_load  # noqa: E402
 import server_rates  # noqa: E402

@@ -27,7 +27,7 @@ import llama_cy as lc
 from llama_cy import _cuda_packs, _sampler
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "support")]
 import cases  # noqa: E402
 from reference_loop import build_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402

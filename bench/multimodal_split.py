@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # as bench/run.py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))  # as bench/run.py
 import multimodal
 from common import WORK, prepare_models
 from mtmd_reference import build_mtmd_reference, run_mtmd_reference

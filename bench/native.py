@@ -2,7 +2,7 @@
 
 llama-bench, llama-batched-bench, llama-server and llama-mtmd-cli come from llama.cpp's
 tools; the C++ decode loop
-(tests/reference_loop.py) is linked against the package's own libllama.
+(support/reference_loop.py) is linked against the package's own libllama.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def bench_multimodal(
     ``Llama``'s chat path against llama-mtmd-cli, each in a fresh context after
     llama.cpp's warm-up decode (llama-mtmd-cli is a new process each round); then the
     building blocks against the same libmtmd calls made from C++
-    (tests/reference/mtmd_ref.cpp), both warm. Image decoding and resizing are outside
+    (support/reference/mtmd_ref.cpp), both warm. Image decoding and resizing are outside
     both timings; the projector's encode and every decode are inside.
     """
     path = models["gemma"]

@@ -120,7 +120,7 @@ def bench_hidden_state_drafts(rows: list[Comparison], tools: dict[str, Path], ar
     decoding, and the two speed-ups against each other; both servers' draft counts are
     printed, and the replies must be the same. Random weights accept few drafts, so the
     speed-ups are below 1: the row measures the drafting machinery's cost, not a gain."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
     from tiny_model import write_tiny_llama
     from tiny_mtp import write_tiny_eagle3, write_tiny_glm4moe_mtp
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The bench's own modules and the tests' helpers (also when Python runs with -P).
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests"), str(ROOT / "compat")]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "support"), str(ROOT / "compat")]
 
 import native
 from common import (

@@ -15,7 +15,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # as bench/run.py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))  # as bench/run.py
 import server_load
 from common import ROOT, WORK
 

@@ -63,7 +63,7 @@ from llama_cy.chat_handlers import (
     Qwen25VLChatHandler,
 )
 from llama_cy.completion import Completion, CompletionChunk, Timings, TokenLogprob
-from llama_cy.llama import Llama
+from llama_cy.llama import Llama, enable_verbose_log
 from llama_cy.sampling import LlamaGrammar, SamplingParams
 from llama_cy.speculative import LlamaPromptLookupDecoding
 
@@ -122,6 +122,7 @@ __all__ = [
     "buffer_types",
     "default_n_threads",
     "devices",
+    "enable_verbose_log",
     "errors",
     "fit_params",
     "get_include",

@@ -203,7 +203,7 @@ class KVSequence:
                 # only what precedes the first M-RoPE image, where they are the same.
                 n = min(n, first)
         if n < len(self.cache):
-            n = self._cut(n, job)
+            n = self.cut(n, job)
         cp, chat = self.checkpoints, job.chat
         delims = job.message_delimiters or (chat.message_delimiters if chat is not None else ())
         cp.user_starts = ()
@@ -403,7 +403,7 @@ class KVSequence:
         :attr:`cache` records; drop that part (all of the sequence if it cannot be cut)."""
         self._added = []
         self.draft, self.rows = [], []
-        self._cut(len(self.cache))
+        self.cut(len(self.cache))
         self.checkpoints.clear()
 
     def forget(self) -> None:
@@ -444,7 +444,7 @@ class KVSequence:
         media = job.media if job is not None else None
         return i if media is None else media.pos(i)
 
-    def _cut(self, n: int, job: Job | None = None) -> int:
+    def cut(self, n: int, job: Job | None = None) -> int:
         """Keep the first ``n`` cached tokens, in the context and the draft context; all
         are dropped where a suffix cannot be (recurrent models). The tokens kept. The
         cut is at ``n``'s position under ``job`` (the running one if None), whose
@@ -494,7 +494,7 @@ class KVSequence:
                 break
         if draft:  # the draft's rows after the last sample leave the caches
             self.n_draft_accepted += k
-            self._cut(len(self.cache) - len(draft) + k)
+            self.cut(len(self.cache) - len(draft) + k)
             assert self.spec is not None
             self.spec.accept(k, self.id)
             self.draft, self.rows = [], []

@@ -14,6 +14,7 @@ llama-cpp-python's dicts by :mod:`llama_cy.openai_shapes`, and bridged to asynci
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import threading
@@ -120,8 +121,9 @@ class Llama:
     object until it is exhausted or closed.
     """
 
-    # The context's class (a subclass may add to it: llama_cpp's shows its address as ``.ctx``).
-    _context_type: type[LlamaContext] = LlamaContext
+    #: The context's class: a subclass may give a subclass of LlamaContext (llama_cpp's
+    #: shows its address as ``.ctx``).
+    context_type: type[LlamaContext] = LlamaContext
 
     def __init__(
         self,
@@ -251,7 +253,7 @@ class Llama:
         self._lock = threading.Lock()
         self._owner: int | None = None
         if verbose:
-            _enable_verbose_log()
+            enable_verbose_log()
         if n_ctx < 0 or n_batch <= 0:
             raise ValueError(f"n_ctx must be >= 0 and n_batch > 0 (got {n_ctx}, {n_batch})")
         n_ctx = n_ctx or self._model.n_ctx_train
@@ -261,7 +263,7 @@ class Llama:
         self.last_n_tokens_size = last_n_tokens_size
         self.model_path = self._model.path or ""
         self.chat_format = chat_format
-        self._ctx = self._context_type(
+        self._ctx = self.context_type(
             self._model,
             n_ctx=n_ctx,
             n_batch=n_batch,
@@ -454,6 +456,27 @@ class Llama:
         """The :class:`~llama_cy.LlamaContext` this object generates in."""
         return self._ctx
 
+    # ---- the extension surface: what a class built on this one may use --------------
+
+    @property
+    def sequence(self) -> KVSequence:
+        """The context's sequence: the tokens its KV cache holds (``cache``), its
+        ``id`` in batches, and :meth:`~llama_cy.generation.KVSequence.cut`. Use it inside
+        :meth:`hold`."""
+        return self._seq
+
+    @property
+    def batch(self) -> LlamaBatch:
+        """The batch this object decodes with (``ctx.n_batch`` tokens). Use it inside
+        :meth:`hold`."""
+        return self._batch
+
+    @classmethod
+    def keywords(cls) -> frozenset[str]:
+        """The keyword arguments ``Llama(...)`` takes (``from_model`` takes all but the
+        model's own)."""
+        return _KEYWORDS
+
     def n_ctx(self) -> int:
         return self._ctx.n_ctx
 
@@ -491,7 +514,7 @@ class Llama:
 
     def reset(self) -> None:
         """Forget the prompt cache (the next call decodes its whole prompt)."""
-        with self._hold():
+        with self.hold():
             self._ctx.clear()
             if self._spec is not None:
                 self._spec.clear()
@@ -504,7 +527,9 @@ class Llama:
 
     # ---- exclusive use ----------------------------------------------------------------
 
-    def _hold(self) -> _Hold:
+    def hold(self) -> _Hold:
+        """Exclusive use of this object for a ``with`` block: other threads wait, and a
+        second use from this thread (an unfinished stream) raises BusyError."""
         if self._closed:
             raise ClosedError("this Llama is closed")
         if self._owner == threading.get_ident():
@@ -527,7 +552,7 @@ class Llama:
         return self._run(job, samplers)
 
     def _run(self, job: Job, samplers: Any) -> Generator[CompletionChunk, None, None]:
-        with self._hold():  # a stream holds this Llama until it is closed
+        with self.hold():  # a stream holds this Llama until it is closed
             yield from run(self._seq, self._batch, job, samplers)
 
     def stream(
@@ -692,7 +717,7 @@ class Llama:
     def _embed(self, inputs: list[list[int]], normalize: bool) -> list[Any]:
         if not self.embedding:
             raise ValueError("create the Llama with embedding=True to make embeddings")
-        with self._hold():
+        with self.hold():
             self._seq.cache.clear()  # the embedder clears the KV cache
             return self._embedder.embed(inputs, normalize)
 
@@ -774,6 +799,15 @@ class Llama:
         return await asyncio.to_thread(method, arg, **kwargs)
 
 
+# Llama's keyword arguments: its own (the model's) and _setup's (the context's and the rest).
+_KEYWORDS = frozenset(
+    name
+    for method in (Llama.__init__, Llama._setup)
+    for name, p in inspect.signature(method).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
+
+
 class _Hold:
     """Exclusive use of a Llama for one call (blocks other threads, releases on exit)."""
 
@@ -803,7 +837,7 @@ def _check_unsupported(params: dict[str, Any]) -> None:
                 raise NotImplementedError(f"Llama({name}=...): {why}")
 
 
-def _enable_verbose_log() -> None:
+def enable_verbose_log() -> None:
     """``verbose=True``: llama.cpp's log (INFO and up) on stderr, as llama-cpp-python prints it."""
     if _log.level > logging.INFO or _log.level == logging.NOTSET:
         _log.setLevel(logging.INFO)

@@ -29,10 +29,12 @@ os.environ["PYTHONSAFEPATH"] = "1"
 
 # ``llama_cpp`` (llama-cpp-python's name, the pure-Python distribution in compat/) from
 # this checkout, for the tests and their child Pythons.
+# support/ (pyproject's pytest pythonpath) for the child Pythons too.
 COMPAT = Path(__file__).resolve().parent.parent / "compat"
+SUPPORT = COMPAT.parent / "support"
 sys.path.insert(0, str(COMPAT))
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(COMPAT), os.environ.get("PYTHONPATH", "")) if p
+    p for p in (str(COMPAT), str(SUPPORT), os.environ.get("PYTHONPATH", "")) if p
 )
 
 TINY_VERSION = 1  # bump when write_tiny_llama changes, so cached files are rebuilt

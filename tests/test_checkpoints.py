@@ -42,7 +42,7 @@ def two_turns(llm: lc.Llama, first: list[int], n_reply: int, extend: bool) -> tu
     llm.reset()
     _, reply, n1 = complete(llm, first, n_reply)
     assert n1 == len(first)
-    cached = list(llm._seq.cache)
+    cached = list(llm.sequence.cache)
     more = llm.tokenize(MORE.encode(), add_bos=False)
     second = first + reply + more if extend else first + more
     text2, _, n2 = complete(llm, second, 6)
@@ -63,7 +63,7 @@ def test_gemma_second_turn(gemma_path: Path) -> None:
     n2, text = two_turns(llm, first, 300, extend=False)
     assert n2 == 9  # len(first) + 4 - 966: the checkpoint at 967 tokens, up to its pos_max
     # the last prompt's (975 tokens): 4 + n_ubatch and 4 tokens before its end
-    assert [c.n_tokens for c in llm._seq.checkpoints.items] == [907, 971]
+    assert [c.n_tokens for c in llm.sequence.checkpoints.items] == [907, 971]
     llm.close()
     # Without checkpoints the whole prompt is decoded again: the window no longer holds
     # the prefix, so a plain cut would attend to nothing there.
@@ -86,7 +86,7 @@ def test_gemma_second_turn_with_a_draft_model(gemma_path: Path) -> None:
     first = llm.tokenize(STORY.encode())
     n2, _ = two_turns(llm, first, 300, extend=False)
     assert n2 == 9
-    items = llm._seq.checkpoints.items
+    items = llm.sequence.checkpoints.items
     assert items
     assert all(c.draft for c in items)
     llm.close()
@@ -97,7 +97,7 @@ def test_recurrent_second_turn(tmp_path: Path, hybrid: bool) -> None:
     path = str(write_tiny_recurrent(tmp_path / "r.gguf", hybrid=hybrid))
     kw: dict[str, Any] = {"n_ctx": 2048, "n_ubatch": 64, "n_threads": 2}
     llm = lc.Llama(path, **kw)
-    assert llm._seq.checkpoints.enabled
+    assert llm.sequence.checkpoints.enabled
     first = llm.tokenize(STORY.encode())[:300]
     assert two_turns(llm, first, 6, extend=True)[0] == 7
     n2, text = two_turns(llm, first, 80, extend=False)
@@ -186,7 +186,7 @@ def test_a_chat_checkpoints_its_last_user_message(tmp_path: Path) -> None:
     for s in starts:
         assert llm.model.detokenize(prompt[s : s + 8]).startswith("<start_of_turn>user")
     assert decoded == len(prompt)
-    kept = [c.n_tokens for c in llm._seq.checkpoints.items]
+    kept = [c.n_tokens for c in llm.sequence.checkpoints.items]
     assert starts[0] in kept  # the first (none before it), and the last
     assert starts[-1] in kept
     assert not set(starts[1:-1]) & set(kept)  # within min_step of the first

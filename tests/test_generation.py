@@ -1,7 +1,8 @@
 """End-to-end generation on a real model: the Python loop over llama_cy's building blocks
-produces exactly the tokens and text of llama.cpp's own C++ loop (``reference/llama_loop.cpp``,
-linked against the same libllama), greedily and with a seeded sampler chain, and stays
-exact when several threads generate at once on one shared model."""
+produces exactly the tokens and text of llama.cpp's own C++ loop
+(``support/reference/llama_loop.cpp``, linked against the same libllama), greedily and
+with a seeded sampler chain, and stays exact when several threads generate at once on
+one shared model."""
 
 from __future__ import annotations
 

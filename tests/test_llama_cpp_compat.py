@@ -92,9 +92,21 @@ def test_the_package_does_not_shadow_llama_cpp_python(tmp_path: Path) -> None:
     assert "llama-cpp-python and llama-cy-llama-cpp are both installed" in result.stderr
 
 
+def test_tokenizer_from_ggml_file_tokenizes_as_llama() -> None:
+    """llama-cpp-python's LlamaTokenizer.from_ggml_file: the file's vocabulary alone, with
+    llama_cpp.Llama's tokens and text (no SentencePiece space after BOS)."""
+    from llama_cpp.llama_tokenizer import LlamaTokenizer
+
+    tokenizer = LlamaTokenizer.from_ggml_file(str(SPM))
+    llm = llama_cpp.Llama(str(SPM), vocab_only=True, verbose=False)
+    assert tokenizer.tokenize(b"Hello World") == llm.tokenize(b"Hello World") == [1, 15043, 2787]
+    assert tokenizer.detokenize([1, 15043, 2787]) == llm.detokenize([1, 15043, 2787])
+    assert tokenizer.decode([1, 15043, 2787]) == "Hello World"
+
+
 def test_vocab_only_is_a_tokenizer(tiny_model_path: Path) -> None:
     llm = llama_cpp.Llama(str(SPM), vocab_only=True, verbose=False)
-    assert llm._ctx.ctx is not None
+    assert llm.llama_cy_ctx.ctx is not None
     tokens = llm.tokenize(b"Hello World")
     assert tokens == [1, 15043, 2787]
     assert llm.detokenize(tokens) == b"Hello World"  # no SentencePiece space after BOS

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from child import run_python
+from llama_cpp._prompt_formats import FORMATS
 from llama_cpp.llama_chat_format import FORMATTERS
 from llama_cpp.server.__main__ import serve_argv
-from llama_cpp.server.chat_templates import TEMPLATES
 from serving import free_port, post, start_module, stop
 
 from llama_cy import cli
@@ -194,11 +194,11 @@ CONVERSATIONS: list[list[Any]] = [
 ]
 
 
-@pytest.mark.parametrize("name", sorted(TEMPLATES))
+@pytest.mark.parametrize("name", sorted(FORMATS))
 def test_python_chat_formats_as_jinja_render_the_same_prompts(name: str) -> None:
-    """Each Jinja template the server is given for a Python chat format renders, in
-    llama-server's engine, the prompt the formatter of that name renders."""
-    template = ChatTemplate(None, TEMPLATES[name])
+    """Each format's template renders, in llama-server's engine (what the server is given),
+    the prompt the formatter of that name renders with Jinja2."""
+    template = ChatTemplate(None, FORMATS[name].template)
     for messages in CONVERSATIONS:
         want = FORMATTERS[name](messages=messages).prompt
         assert template.apply(messages).prompt == want, messages
@@ -217,12 +217,12 @@ def test_chat_format_flags(tiny_model_path: Path) -> None:
         return [flags[i + 1] for i, f in enumerate(flags) if f == "-r"]
 
     alpaca = argv("alpaca")
-    assert alpaca[alpaca.index("--chat-template") + 1] == TEMPLATES["alpaca"]
+    assert alpaca[alpaca.index("--chat-template") + 1] == FORMATS["alpaca"].template
     assert "--jinja" in alpaca
     assert stops(argv("pygmalion")) == ["\n"]
     assert stops(argv("chatml")) == ["<|im_end|>"]
     chatml = argv("chatml")  # llama.cpp's built-in chatml renders another prompt
-    assert chatml[chatml.index("--chat-template") + 1] == TEMPLATES["chatml"]
+    assert chatml[chatml.index("--chat-template") + 1] == FORMATS["chatml"].template
     phi3 = argv("phi3")  # not one of llama-cpp-python's: llama.cpp's template of that name
     assert phi3[phi3.index("--chat-template") + 1] == "phi3"
     # a vision format's handler brings its projector and template (test_vision_chat_formats)
@@ -255,7 +255,7 @@ def test_default_chat_format_is_llama_cpp_pythons(
 ) -> None:
     """No chat_format: the model's own template, else llama-2 (llama-server's is ChatML)."""
     tiny = serve_argv({}, {"model": str(tiny_model_path)})
-    assert tiny[tiny.index("--chat-template") + 1] == TEMPLATES["llama-2"]
+    assert tiny[tiny.index("--chat-template") + 1] == FORMATS["llama-2"].template
     assert "--chat-template" not in serve_argv({}, {"model": str(gemma_chat_path)})
     missing = serve_argv({}, {"model": "/nonexistent.gguf"})  # the server reports it
     assert "--chat-template" not in missing
@@ -271,9 +271,9 @@ def test_hf_model_repo_id_names_a_file_of_the_repository(
     cache = _hub_cache(tmp_path / "hub", "someone/tiny-GGUF", "tiny-q8_0.gguf", tiny_model_path)
     code = """
 import sys
+from llama_cpp._prompt_formats import FORMATS
 from llama_cpp.llama_chat_format import FORMATTERS
 from llama_cpp.server.__main__ import serve_argv
-from llama_cpp.server.chat_templates import TEMPLATES
 argv = serve_argv({}, {"model": "*q8_0.gguf", "hf_model_repo_id": "someone/tiny-GGUF"})
 print(argv[argv.index("-m") + 1])
 """

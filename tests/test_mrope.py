@@ -1,7 +1,7 @@
 """M-RoPE (Qwen-VL): an image's tokens take fewer positions than tokens (each gets a time,
 row and column position; the image as a whole takes ``max(rows, columns)``), and the
 text after it follows on from there. Checked against llama.cpp's own evaluation
-(``reference/mtmd_ref.cpp``: mtmd-helper's calls) through the building blocks, ``Llama``
+(``support/reference/mtmd_ref.cpp``: mtmd-helper's calls) through the building blocks, ``Llama``
 and the server, with tiny ``qwen2vl`` and ``qwen3vl`` text models and their projectors
 (``qwen2vl_merger``; ``qwen3vl_merger`` with deepstack features) written by the tests.
 """

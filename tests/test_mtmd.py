@@ -1,5 +1,5 @@
 """Multimodal input (libmtmd): the building blocks and ``Llama``, against llama.cpp's own
-evaluation (``reference/mtmd_ref.cpp``, the calls llama-mtmd-cli makes).
+evaluation (``support/reference/mtmd_ref.cpp``, the calls llama-mtmd-cli makes).
 
 The projectors are tiny random-weight ones written by the tests: a LLaVA-1.5 ``mlp``
 projector (the oldest and plainest vision projector clip.cpp has: a CLIP ViT and a GELU

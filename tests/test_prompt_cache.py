@@ -109,7 +109,7 @@ def test_idle_slots_are_saved_and_cleared(tiny_model_path: Path) -> None:
 
 def test_cache_limits_and_choice(tiny: lc.LlamaModel) -> None:
     llm = lc.Llama.from_model(tiny, n_ctx=512, n_threads=2)
-    seq = llm._seq
+    seq = llm.sequence
 
     def fill(text: str) -> list[int]:
         llm.create_completion(text, max_tokens=1, temperature=0)
@@ -164,7 +164,7 @@ def test_the_entry_taken_need_not_be_the_oldest(tiny: lc.LlamaModel) -> None:
     """Entries are told apart by identity: taking the second of two (of other lengths)
     once compared their token arrays and raised, which stopped the server's engine."""
     llm = lc.Llama.from_model(tiny, n_ctx=512, n_threads=2)
-    seq = llm._seq
+    seq = llm.sequence
     cache = PromptCache(-1, 0)
     for text in (OTHER, LONG):
         llm.create_completion(text, max_tokens=1, temperature=0)

@@ -1,7 +1,7 @@
 """Video, as llama-server reads it: libmtmd's helper runs ffmpeg, takes ``--video-fps``
 frames a second and puts a text timestamp every ``--video-timestamp-interval`` ms; each
 frame is an image to the projector. Checked against llama.cpp's own reading and
-evaluation (``reference/mtmd_ref.cpp``: the helper calls llama-server makes) on
+evaluation (``support/reference/mtmd_ref.cpp``: the helper calls llama-server makes) on
 llama.cpp's ``tools/mtmd/test-3.mp4`` (10 s, 720x358), through the building blocks,
 ``Llama`` and the server. Needs ffmpeg and ffprobe (Debian's ``ffmpeg`` package).
 """

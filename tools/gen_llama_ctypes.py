@@ -355,22 +355,12 @@ of llama_cy stays guarded. The library is the one llama_cy's extension modules u
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
-from typing import Any, NewType
+from typing import NewType
 
-import llama_cy
+from llama_cpp import _library
 
-_lib_dir = Path(llama_cy.get_lib_dir())
-_names = ("libllama.so.0", "libllama.so", "libllama.0.dylib", "libllama.dylib", "llama.dll")
-_lib_path = next((p for n in _names if (p := _lib_dir / n).is_file()), _lib_dir / "libllama.so")
-_lib = ctypes.CDLL(str(_lib_path))
-
-
-def _function(name: str, argtypes: list[Any], restype: Any) -> Any:
-    func = getattr(_lib, name)
-    func.argtypes = argtypes
-    func.restype = restype
-    return func
+_lib = _library.lib
+_function = _library.function
 '''
 
 
@@ -378,7 +368,7 @@ def render(header: Path) -> str:
     mod = Parser(header).run()
     build = "b11434"
     out = [PRELUDE.format(build=build)]
-    out.append("\n# ---- constants (#define) ----\n")
+    out.append("# ---- constants (#define) ----\n")
     out += [f"{n} = {v}" for n, v in mod.defines]
     out.append("LLAMA_MAX_DEVICES: int = _lib.llama_max_devices()")
     for name, values in mod.enums:

@@ -144,7 +144,7 @@ print(lc.system_info()); print(lc.devices())") \
   [ -f "$OUT/suite.txt" ] && tail -40 "$OUT/suite.txt"
   # Where the server's time goes (bench/serve_probe.py): py-spy on the GIL, CPU per token.
   if [[ $steps == *" probe "* ]]; then
-    mkdir -p /tmp/lcy-models && $PY -c "import sys; sys.path.insert(0, 'tests'); \
+    mkdir -p /tmp/lcy-models && $PY -c "import sys; sys.path.insert(0, 'support'); \
 from tiny_model import write_tiny_llama; write_tiny_llama('/tmp/lcy-models/probe-tiny.gguf')"
     timeout "${PROBE_S:-150}" $PY bench/serve_probe.py "$OUT/probe" --model /tmp/lcy-models/probe-tiny.gguf \
       --llama-server "$BIN/llama-server" --py-spy "$(dirname "$PY_BIN")/py-spy" --rounds "${ROUNDS:-2}" \

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import llama_cy
-from llama_cy._sampler import LlamaSampler as _Sampler
+from llama_cy import LlamaSampler as _Sampler
 
 from . import llama_cpp
 from ._enums import enum_name

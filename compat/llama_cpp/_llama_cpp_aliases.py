@@ -10,7 +10,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NewType, TypeVar
 
-from llama_cpp import llama_cpp as _c
+from llama_cpp._library import lib
+
+# Imported at the end of llama_cpp.llama_cpp, which has given libllama's functions their
+# argument types by then (ctypes keeps one function object per name); this module does
+# not import it back.
 
 __all__ = [
     "ctypes_function",
@@ -25,8 +29,9 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: llama.h's log callback type before ggml took it over.
-llama_log_callback: Any = vars(_c)["ggml_log_callback"]
+#: llama.h's log callback type before ggml took it over (ggml_log_callback: ctypes makes
+#: one type per signature).
+llama_log_callback: Any = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 # Handle types of APIs llama.h has since removed (the KV cache view, the extended batch).
 llama_kv_cache_p = NewType("llama_kv_cache_p", int)
 llama_kv_cache_p_ctypes = ctypes.c_void_p
@@ -43,7 +48,7 @@ def ctypes_function(
     def decorator(f: F) -> F:
         if not enabled:
             return f
-        func = getattr(_c._lib, name)
+        func = getattr(lib, name)
         func.argtypes, func.restype = argtypes, restype
         functools.update_wrapper(func, f)
         return func  # type: ignore[no-any-return]
@@ -60,7 +65,7 @@ def llama_set_adapter_lora(ctx: int, adapter: int, scale: float, /) -> int:
     )
     adapters = (ctypes.c_void_p * 1)(adapter)
     scales = (ctypes.c_float * 1)(scale)
-    return int(_c.llama_set_adapters_lora(ctx, adapters, 1, scales))
+    return int(lib.llama_set_adapters_lora(ctx, adapters, 1, scales))
 
 
 def llama_apply_adapter_cvec(
@@ -72,4 +77,4 @@ def llama_apply_adapter_cvec(
         DeprecationWarning,
         stacklevel=2,
     )
-    return int(_c.llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end))
+    return int(lib.llama_set_adapter_cvec(ctx, data, len, n_embd, il_start, il_end))

@@ -14,7 +14,7 @@ import ctypes
 import logging
 import sys
 
-from llama_cy.llama import _enable_verbose_log
+from llama_cy import enable_verbose_log
 
 from . import llama_cpp
 
@@ -47,6 +47,6 @@ def set_verbose(verbose: bool) -> None:
     """llama.cpp's log on stderr from INFO up (True), or its errors only (False)."""
     logger.setLevel(logging.DEBUG if verbose else logging.ERROR)
     if verbose:
-        _enable_verbose_log()
+        enable_verbose_log()
     else:
         logging.getLogger("llama_cy").setLevel(logging.ERROR)

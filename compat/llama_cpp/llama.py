@@ -10,7 +10,6 @@ its ctypes layer takes, the token-level loop (``eval``, ``sample``, ``generate``
 
 from __future__ import annotations
 
-import inspect
 import operator
 import os
 import random
@@ -37,10 +36,11 @@ from . import llama_chat_format, llama_cpp
 from ._enums import enum_name, enum_value
 from ._internals import LlamaCyContext
 from ._scores import reserve
+from ._state import LlamaState
 from .llama_cache import BaseLlamaCache, LlamaCache, LlamaDiskCache, LlamaRAMCache
 from .llama_grammar import LlamaGrammar as _LlamaGrammar
 from .llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
-from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer
+from .llama_tokenizer import BaseLlamaTokenizer, LlamaTokenizer, without_bos_space
 from .llama_types import *  # noqa: F403  (llama-cpp-python re-exports its types here)
 
 __all__ = [
@@ -84,31 +84,6 @@ class StoppingCriteriaList(list[StoppingCriteria]):
         return any(criterion(input_ids, logits) for criterion in self)
 
 
-class LlamaState:
-    """What :meth:`Llama.save_state` returns: the tokens evaluated, their scores, the
-    context's state (llama.cpp's bytes) and the seed."""
-
-    def __init__(
-        self,
-        input_ids: npt.NDArray[np.intc],
-        scores: npt.NDArray[np.single],
-        n_tokens: int,
-        llama_state: bytes,
-        llama_state_size: int,
-        seed: int,
-    ) -> None:
-        self.input_ids = input_ids
-        self.scores = scores
-        self.n_tokens = n_tokens
-        self.llama_state = llama_state
-        self.llama_state_size = llama_state_size
-        self.seed = seed
-
-
-# What llama_cy's Llama takes beyond llama-cpp-python's named arguments.
-_LLAMA_CY_KEYWORDS = frozenset(inspect.signature(llama_cy.Llama._setup).parameters) - {"self"}
-
-
 class Llama(llama_cy.Llama):
     """llama-cpp-python's ``Llama``, running on llama_cy.
 
@@ -119,8 +94,7 @@ class Llama(llama_cy.Llama):
     same ``seed`` (or :meth:`set_seed`, or a loaded state).
     """
 
-    _context_type = LlamaCyContext
-    _ctx: LlamaCyContext
+    context_type = LlamaCyContext
 
     def __init__(
         self,
@@ -175,7 +149,7 @@ class Llama(llama_cy.Llama):
         # llama-cpp-python takes **kwargs and ignores what it does not know (LangChain
         # passes device=, n_parts=, f16_kv=...): so does this class, for the keywords
         # that llama_cy's Llama does not take either.
-        kwargs = {k: v for k, v in kwargs.items() if k in _LLAMA_CY_KEYWORDS}
+        kwargs = {k: v for k, v in kwargs.items() if k in llama_cy.Llama.keywords()}
         # lora_base: kept as an attribute and passed to nothing, as llama-cpp-python
         # does since llama.cpp dropped it (an adapter applies to the model it is loaded on).
         if spm_infill:
@@ -303,7 +277,7 @@ class Llama(llama_cy.Llama):
             self.chat_format = python_format
         if chat_format is None and chat_handler is None and self._chat_function is None:
             # llama-cpp-python's choice: the model's template, else its llama-2 format.
-            if self._model.chat_template() is None:
+            if self.llama_cy_model.chat_template() is None:
                 self.chat_format = "llama-2"
                 self._init_args["chat_format"] = "llama-2"
                 self._chat_function = llama_chat_format.get_chat_completion_handler("llama-2")
@@ -314,19 +288,19 @@ class Llama(llama_cy.Llama):
         self.tokenizer_: BaseLlamaTokenizer = tokenizer or LlamaTokenizer(self)
         # llama-cpp-python's attributes: what was asked for, the GGUF metadata (strings,
         # as llama_model_meta_val_str gives them), the threads the context runs
-        self.metadata: dict[str, str] = dict(self._model.metadata)
+        self.metadata: dict[str, str] = dict(self.llama_cy_model.metadata)
         self.numa, self.tensor_split, self.kv_overrides = numa, tensor_split, kv_overrides
         self.lora_base, self.spm_infill, self.draft_model = lora_base, spm_infill, draft_model
-        self.n_threads: int = self._ctx.n_threads
-        self.n_threads_batch: int = self._ctx.n_threads_batch
-        self._is_recurrent = self._model.is_recurrent
-        self._is_hybrid = self._model.is_hybrid
+        self.n_threads: int = self.llama_cy_ctx.n_threads
+        self.n_threads_batch: int = self.llama_cy_ctx.n_threads_batch
+        self._is_recurrent = self.llama_cy_model.is_recurrent
+        self._is_hybrid = self.llama_cy_model.is_hybrid
         # The output row of the logits the next sample() reads: the last eval's last
         # token's, or None when the cache holds tokens whose logits are gone.
         self._logits_at: int | None = None
         # llama-cpp-python's buffer of logits by position (row i: after token i), reserved
         # rather than allocated: see _scores.py
-        rows = self._ctx.n_ctx if logits_all else self.n_batch
+        rows = self.llama_cy_ctx.n_ctx if logits_all else self.n_batch
         self.scores: npt.NDArray[np.single] = reserve(rows, self.n_vocab())
 
     @classmethod
@@ -343,20 +317,24 @@ class Llama(llama_cy.Llama):
     @property
     def model(self) -> int:  # type: ignore[override]
         """The ``llama_model *`` address, for :mod:`llama_cpp.llama_cpp`."""
-        return self._model.address
+        return self.llama_cy_model.address
 
     @property
     def ctx(self) -> int:  # type: ignore[override]
         """The ``llama_context *`` address, for :mod:`llama_cpp.llama_cpp`."""
-        return self._ctx.address
+        return self.llama_cy_ctx.address
 
     @property
     def llama_cy_model(self) -> llama_cy.LlamaModel:
-        return self._model
+        """llama_cy's model object (llama_cy's ``Llama.model``)."""
+        return super().model
 
     @property
-    def llama_cy_ctx(self) -> llama_cy.LlamaContext:
-        return self._ctx
+    def llama_cy_ctx(self) -> LlamaCyContext:
+        """llama_cy's context object (llama_cy's ``Llama.ctx``), of ``context_type``."""
+        ctx = super().ctx
+        assert isinstance(ctx, LlamaCyContext)
+        return ctx
 
     @property
     def model_params(self) -> llama_cpp.llama_model_params:
@@ -383,7 +361,7 @@ class Llama(llama_cy.Llama):
     def context_params(self) -> llama_cpp.llama_context_params:
         """The ``llama_context_params`` of this context, as llama.cpp resolved them."""
         p: llama_cpp.llama_context_params = llama_cpp.llama_context_default_params()
-        ctx = self._ctx
+        ctx = self.llama_cy_ctx
         p.n_ctx, p.n_batch, p.n_ubatch = ctx.n_ctx, ctx.n_batch, ctx.n_ubatch
         p.n_seq_max = ctx.n_seq_max
         p.n_threads, p.n_threads_batch = ctx.n_threads, ctx.n_threads_batch
@@ -394,25 +372,25 @@ class Llama(llama_cy.Llama):
     @property
     def n_tokens(self) -> int:
         """How many tokens the context holds (``input_ids[:n_tokens]``)."""
-        return len(self._seq.cache)
+        return len(self.sequence.cache)
 
     @n_tokens.setter
     def n_tokens(self, n: int) -> None:
-        with self._hold():
-            if n < len(self._seq.cache):
-                self._seq._cut(max(n, 0))
+        with self.hold():
+            if n < len(self.sequence.cache):
+                self.sequence.cut(max(n, 0))
                 self._logits_at = None
 
     @property
     def input_ids(self) -> npt.NDArray[np.intc]:
         """The tokens the context holds, in an array of the context's size."""
-        ids = np.zeros(self._ctx.n_ctx, dtype=np.intc)
-        ids[: self.n_tokens] = self._seq.cache
+        ids = np.zeros(self.llama_cy_ctx.n_ctx, dtype=np.intc)
+        ids[: self.n_tokens] = self.sequence.cache
         return ids
 
     @property
     def _input_ids(self) -> npt.NDArray[np.intc]:
-        return np.asarray(self._seq.cache, dtype=np.intc)
+        return np.asarray(self.sequence.cache, dtype=np.intc)
 
     @property
     def _scores(self) -> npt.NDArray[np.single]:
@@ -424,11 +402,12 @@ class Llama(llama_cy.Llama):
 
     @property
     def eval_tokens(self) -> deque[int]:
-        return deque(self._seq.cache, maxlen=self._ctx.n_ctx)
+        return deque(self.sequence.cache, maxlen=self.llama_cy_ctx.n_ctx)
 
     @property
     def eval_logits(self) -> deque[list[float]]:
-        return deque(self._scores.tolist(), maxlen=self._ctx.n_ctx if self._logits_all else 1)
+        rows = self.llama_cy_ctx.n_ctx if self._logits_all else 1
+        return deque(self._scores.tolist(), maxlen=rows)
 
     def _own_tokenizer(self) -> bool:
         return isinstance(self.tokenizer_, LlamaTokenizer)
@@ -451,15 +430,13 @@ class Llama(llama_cy.Llama):
                 list(tokens), None if prev_tokens is None else list(prev_tokens), special
             )
         out = super().detokenize(tokens, prev_tokens, special)
-        if not prev_tokens and len(tokens) and tokens[0] == self.token_bos() and out[:1] == b" ":
-            return out[1:]
-        return out
+        return out if prev_tokens else without_bos_space(tokens, out, self.token_bos())
 
     def token_nl(self) -> int:
-        return int(self._model.token_nl)
+        return int(self.llama_cy_model.token_nl)
 
     def pooling_type(self) -> str:
-        return str(self._ctx.pooling_type)
+        return str(self.llama_cy_ctx.pooling_type)
 
     def tokenizer(self) -> LlamaTokenizer:
         """llama-cpp-python's: a tokenizer over this Llama's tokenize/detokenize."""
@@ -485,11 +462,11 @@ class Llama(llama_cy.Llama):
         tokens = [int(t) for t in tokens]
         if not tokens:
             return
-        with self._hold():
-            seq, ctx, batch = self._seq, self._ctx, self._batch
+        with self.hold():
+            seq, ctx, batch = self.sequence, self.llama_cy_ctx, self.batch
             if self.n_tokens + len(tokens) > ctx.n_ctx:
                 raise llama_cy.errors.ContextOverflowError(self.n_tokens + len(tokens), ctx.n_ctx)
-            seq._cut(len(seq.cache))  # nothing past n_tokens stays in the KV cache
+            seq.cut(len(seq.cache))  # nothing past n_tokens stays in the KV cache
             for start in range(0, len(tokens), self.n_batch):
                 chunk = tokens[start : start + self.n_batch]
                 batch.clear()
@@ -558,8 +535,8 @@ class Llama(llama_cy.Llama):
 
     def _sample_row(self, chain: Any, grammar: Any, idx: int | None) -> int:
         row = self._row(idx)
-        with self._hold():
-            return int(chain.sample(self._ctx, row, grammar=grammar))
+        with self.hold():
+            return int(chain.sample(self.llama_cy_ctx, row, grammar=grammar))
 
     def _chain(
         self,
@@ -594,8 +571,8 @@ class Llama(llama_cy.Llama):
             grammar=grammar,
             logits_processor=(logits_processor,) if logits_processor is not None else (),
         )
-        history = list(self._seq.cache)
-        return build_sampler(self._model, params, history, n_ctx=self._ctx.n_ctx)
+        history = list(self.sequence.cache)
+        return build_sampler(self.llama_cy_model, params, history, n_ctx=self.llama_cy_ctx.n_ctx)
 
     def generate(  # type: ignore[override]
         self,
@@ -643,15 +620,15 @@ class Llama(llama_cy.Llama):
     ) -> Generator[int, Sequence[int] | None, None]:
         try:
             if reset and self.n_tokens > 0:
-                cache = self._seq.cache
+                cache = self.sequence.cache
                 n = common_prefix(cache, tokens)
                 if n == len(tokens) == len(cache) and self._logits_at is not None:
                     tokens = []  # all of it cached, with its last logits: sample now
                 else:
                     # At least the last prompt token is decoded again for its logits.
                     keep = min(n, len(tokens) - 1)
-                    with self._hold():
-                        keep = self._seq._cut(keep)
+                    with self.hold():
+                        keep = self.sequence.cut(keep)
                     self._logits_at = None
                     tokens = tokens[keep:]
             elif reset:
@@ -686,7 +663,7 @@ class Llama(llama_cy.Llama):
         result = super().create_completion(prompt, *args, **kwargs)
         if kwargs.get("stream"):
             return self._cache_after(result)
-        self.cache[list(self._seq.cache)] = self.save_state()
+        self.cache[list(self.sequence.cache)] = self.save_state()
         return result
 
     def __call__(self, prompt: str | Sequence[int], *args: Any, **kwargs: Any) -> Any:
@@ -747,19 +724,19 @@ class Llama(llama_cy.Llama):
         except KeyError:
             return
         cached = common_prefix(state.input_ids[: state.n_tokens].tolist(), tokens)
-        if cached > common_prefix(self._seq.cache, tokens):
+        if cached > common_prefix(self.sequence.cache, tokens):
             self.load_state(state)
 
     def _cache_after(self, chunks: Iterator[Any]) -> Iterator[Any]:
         yield from chunks
         assert self.cache is not None
-        self.cache[list(self._seq.cache)] = self.save_state()
+        self.cache[list(self.sequence.cache)] = self.save_state()
 
     # ---- states --------------------------------------------------------------------------------
 
     def save_state(self) -> LlamaState:
-        with self._hold():
-            data = self._ctx.state_get_data()
+        with self.hold():
+            data = self.llama_cy_ctx.state_get_data()
         return LlamaState(
             input_ids=self.input_ids,
             scores=self._scores.copy(),
@@ -770,9 +747,9 @@ class Llama(llama_cy.Llama):
         )
 
     def load_state(self, state: LlamaState) -> None:
-        with self._hold():
-            self._ctx.state_set_data(state.llama_state)
-            self._seq.restored(state.input_ids[: state.n_tokens].tolist())
+        with self.hold():
+            self.llama_cy_ctx.state_set_data(state.llama_state)
+            self.sequence.restored(state.input_ids[: state.n_tokens].tolist())
         self._seed = state.seed
         # llama.cpp's state holds no logits: the last token is decoded again for them,
         # so that sample() goes on where the state was saved (llama-cpp-python's
@@ -780,15 +757,15 @@ class Llama(llama_cy.Llama):
         # starts over there.
         self._logits_at = None
         if self.n_tokens and not (self._is_recurrent or self._is_hybrid):
-            last = self._seq.cache[-1]
+            last = self.sequence.cache[-1]
             self.n_tokens = self.n_tokens - 1
             self.eval([last])
         n = min(state.n_tokens, len(self.scores), len(state.scores))
         self.scores[:n] = state.scores[:n]  # the rows as saved, the last one included
 
     def _last_logits(self) -> npt.NDArray[np.single]:
-        with self._hold():
-            return self._ctx.logits(-1).copy()
+        with self.hold():
+            return self.llama_cy_ctx.logits(-1).copy()
 
     def __getstate__(self) -> dict[str, Any]:
         return dict(self._init_args)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from llama_cy.generation import common_prefix
 
 if TYPE_CHECKING:
-    from .llama import LlamaState
+    from ._state import LlamaState
 
 __all__ = ["BaseLlamaCache", "LlamaCache", "LlamaDiskCache", "LlamaRAMCache"]
 

@@ -23,6 +23,7 @@ from ._chat_shapes import chunks_to_chat as _chunks_to_chat
 from ._chat_shapes import chunks_to_tool_call as _chunks_to_tool_call
 from ._chat_shapes import completion_to_chat as _completion_to_chat
 from ._chat_shapes import completion_to_tool_call as _completion_to_tool_call
+from ._prompt_formats import FORMATS
 
 __all__ = [
     "ChatFormatter",
@@ -407,288 +408,46 @@ def guess_chat_format_from_gguf_metadata(metadata: dict[str, str]) -> str | None
 # ---- llama-cpp-python's named formats ------------------------------------------------------
 
 
-def _system(messages: Messages) -> str:
-    """The first system message's text ("" if none)."""
-    for m in messages:
-        if m["role"] == "system":
-            return m["content"] or ""
-    return ""
-
-
-def _turns(messages: Messages, roles: dict[str, str]) -> list[tuple[str, str | None]]:
-    """(role label, text) per message of a mapped role; text None unless a string."""
-    return [
-        (roles[m["role"]], m["content"] if isinstance(m.get("content"), str) else None)  # type: ignore[misc]
-        for m in messages
-        if m["role"] in roles
-    ]
-
-
-def _colon(system: str, turns: list[tuple[str, str | None]], seps: Sequence[str], open: str) -> str:
-    """``role: text`` turns, separators alternating over ``seps``; an empty turn is
-    ``role`` + ``open`` (the answer starts there)."""
-    out = system + seps[0]
-    for i, (role, text) in enumerate(turns):
-        out += f"{role}: {text}{seps[i % len(seps)]}" if text else role + open
-    return out
-
-
-def _bare(system: str, turns: list[tuple[str, str | None]], sep: str) -> str:
-    """``role`` + text turns, no separator between label and text."""
-    return system + "".join(role + text + sep if text else role for role, text in turns)
-
-
-def _chatml(system: str, turns: list[tuple[str, str | None]], sep: str) -> str:
-    out = system + sep + "\n" if system else ""
-    return out + "".join(f"{role}\n{text}{sep}\n" if text else f"{role}\n" for role, text in turns)
-
-
-def _answer(turns: list[tuple[str, str | None]], label: str) -> list[tuple[str, str | None]]:
-    return [*turns, (label, None)]
-
-
-def _format(name: str) -> Callable[[Callable[..., ChatFormatterResponse]], ChatFormatter]:
-    def decorator(fn: Callable[..., ChatFormatterResponse]) -> ChatFormatter:
-        return register_chat_format(name)(fn)
-
-    return decorator
-
-
-@_format("llama-2")
-def format_llama2(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = _system(messages)
-    if system:
-        system = f"[INST] <<SYS>>\n{system}\n<</SYS>>"
-    out = system + " "
-    seps = (" ", "</s>")
-    for i, (role, text) in enumerate(
-        _turns(messages, {"user": "<s>[INST]", "assistant": "[/INST]"})
-    ):
-        if system and i == 0:
-            out += (text or "") + seps[0]
-        elif text:
-            out += f"{role}{text} {seps[i % 2]}"
-        else:
-            out += role + " "
-    return ChatFormatterResponse(prompt=out + "[/INST]")
-
-
-@_format("llama-3")
-def format_llama3(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    def head(role: str) -> str:
-        return f"<|start_header_id|>{role}<|end_header_id|>\n\n"
-
-    roles = {r: head(r) for r in ("system", "user", "assistant")}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_bare("", turns, "<|eot_id|>"), stop="<|eot_id|>")
-
-
-@_format("alpaca")
-def format_alpaca(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    turns = _turns(messages, {"user": "### Instruction", "assistant": "### Response"})
-    return ChatFormatterResponse(prompt=_colon(_system(messages), turns, ("\n\n", "</s>"), ":"))
-
-
-@_format("qwen")
-def format_qwen(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = "<|im_start|>system\n" + (_system(messages) or "You are a helpful assistant.")
-    roles = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_chatml(system, turns, "<|im_end|>"), stop="<|endoftext|>")
-
-
-_VICUNA_SYSTEM = (
-    "A chat between a curious user and an artificial intelligence assistant. The "
-    "assistant gives helpful, detailed, and polite answers to the user's questions."
-)
-
-
-@_format("vicuna")
-def format_vicuna(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    turns = _answer(_turns(messages, {"user": "USER", "assistant": "ASSISTANT"}), "ASSISTANT")
-    return ChatFormatterResponse(prompt=_colon(_VICUNA_SYSTEM, turns, (" ", "</s>"), ":"))
-
-
-@_format("chatml")
-def format_chatml(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = "<|im_start|>system\n" + _system(messages)
-    roles = {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_chatml(system, turns, "<|im_end|>"), stop="<|im_end|>")
-
-
-@_format("mistral-instruct")
-def format_mistral_instruct(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    prompt = ""
-    for m in messages:
-        content = m.get("content")
-        if m["role"] == "user" and isinstance(content, str):
-            prompt += "[INST] " + content
-        elif m["role"] == "assistant" and content is not None:
-            prompt += f" [/INST]{content}</s>"
-    return ChatFormatterResponse(prompt=prompt + " [/INST]", stop="</s>")
-
-
-@_format("zephyr")
-def format_zephyr(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = "<|system|>\n" + _system(messages)
-    roles = {"user": "<|user|>\n", "assistant": "<|assistant|>\n"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_chatml(system, turns, "</s>"), stop="</s>")
-
-
-@_format("gemma")
-def format_gemma(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    roles = {"user": "<start_of_turn>user\n", "assistant": "<start_of_turn>model\n"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    sep = "<end_of_turn>\n"
-    return ChatFormatterResponse(prompt=_bare("", turns, sep), stop=sep)
-
-
-@_format("openchat")
-def format_openchat(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = _system(messages) + "<|end_of_turn|>"
-    roles = {"user": "GPT4 Correct User: ", "assistant": "<|end_of_turn|>GPT4 Correct Assistant: "}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    sep = "<|end_of_turn|>"
-    return ChatFormatterResponse(prompt=_chatml(system, turns, sep), stop=sep)
-
-
-@_format("phind")
-def format_phind(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = "### System Prompt\nYou are an intelligent programming assistant."
-    roles = {"user": "### User Message", "assistant": "### Assistant"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_colon(system, turns, ("\n\n",), ":"))
-
-
-@_format("oasst_llama")
-def format_oasst_llama(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = f"[INST] <<SYS>>\n{_system(messages)}\n<</SYS>>\n\n"
-    roles = {"user": "<|prompter|>", "assistant": "<|assistant|>"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_bare(system, turns, "</s>"))
-
-
-def _reserved(messages: Messages, user: str, assistant: str) -> ChatFormatterResponse:
-    turns = _answer(_turns(messages, {"user": user, "assistant": assistant}), assistant)
-    return ChatFormatterResponse(prompt=_bare(_system(messages), turns, ""))
-
-
-@_format("baichuan-2")
-def format_baichuan2(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    return _reserved(messages, "<reserved_106>", "<reserved_107>")
-
-
-@_format("baichuan")
-def format_baichuan(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    return _reserved(messages, "<reserved_102>", "<reserved_103>")
-
-
-_OPENBUDDY_SYSTEM = (
-    "You are a helpful, respectful and honest INTP-T AI Assistant named Buddy. You are "
-    "talking to a human User.\nAlways answer as helpfully and logically as possible, while "
-    "being safe. Your answers should not include any harmful, political, religious, "
-    "unethical, racist, sexist, toxic, dangerous, or illegal content. Please ensure that "
-    "your responses are socially unbiased and positive in nature.\nIf a question does not "
-    "make any sense, or is not factually coherent, explain why instead of answering "
-    "something not correct. If you don't know the answer to a question, please don't "
-    "share false information.\nYou can speak fluently in many languages, for example: "
-    "English, Chinese.\nYou cannot access the internet, but you have vast knowledge, "
-    "cutoff: 2021-09.\nYou are trained by OpenBuddy team, (https://openbuddy.ai, "
-    "https://github.com/OpenBuddy/OpenBuddy), you are based on LLaMA and Falcon "
-    "transformers model, not related to GPT or OpenAI.\n\n"
-)
-
-
-@_format("openbuddy")
-def format_openbuddy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    turns = _answer(_turns(messages, {"user": "User", "assistant": "Assistant"}), "Assistant")
-    return ChatFormatterResponse(prompt=_colon(_OPENBUDDY_SYSTEM, turns, ("\n",), ":"))
-
-
-@_format("redpajama-incite")
-def format_redpajama_incite(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    turns = _answer(_turns(messages, {"user": "<human>", "assistant": "<bot>"}), "<bot>")
-    prompt = _colon(_system(messages), turns, ("\n",), ":")
-    return ChatFormatterResponse(prompt=prompt, stop="<human>")
-
-
-_SNOOZY_SYSTEM = (
-    "The prompt below is a question to answer, a task to complete, or a conversation "
-    "to respond to; decide which and write an appropriate response."
-)
-
-
-@_format("snoozy")
-def format_snoozy(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = _system(messages) or _SNOOZY_SYSTEM
-    roles = {"user": "### Prompt", "assistant": "### Response"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_colon(system, turns, ("\n",), ":"), stop="###")
-
-
-@_format("intel")
-def format_intel(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    # llama-cpp-python's system text, braces and all (it never fills the field in).
-    roles = {"user": "### User:", "assistant": "### Assistant:"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(
-        prompt=_colon("### System:\n{system_message}", turns, ("\n",), ":")
-    )
-
-
-_OPEN_ORCA_SYSTEM = (
-    "You are a helpful assistant. Please answer truthfully and write out your "
-    "thinking step by step to be sure you get the right answer. If you make a mistake "
-    "or encounter an error in your thinking, say so out loud and attempt to correct "
-    "it. If you don't know or aren't sure about something, say so clearly. You will "
-    "act as a professional logician, mathematician, and physicist. You will also act "
-    "as the most appropriate type of expert to answer any particular question or "
-    "solve the relevant problem; state which expert type your are, if so. Also think "
-    "of any particular named expert that would be ideal to answer the relevant "
-    "question or solve the relevant problem; name and act as them, if appropriate."
-)
-
-
-@_format("open-orca")
-def format_open_orca(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    turns = _answer(_turns(messages, {"User": "User", "Assistant": "Assistant"}), "Assistant")
-    prompt = _colon(_OPEN_ORCA_SYSTEM, turns, ("<|end_of_turn|>\n",), ": ")
-    return ChatFormatterResponse(prompt=prompt, stop="User")
-
-
-@_format("mistrallite")
-def format_mistrallite(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = f"<|system|>{_system(messages)}</s>"
-    roles = {"user": "<|prompter|>", "assistant": "</s>\n<|assistant|>"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_bare(system, turns, " "))
-
-
-@_format("pygmalion")
-def format_pygmalion(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = f"<|system|>{_system(messages)}"
-    roles = {"user": "<|user|>", "assistant": "<|model|>"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    return ChatFormatterResponse(prompt=_chatml(system, turns, "\n"), stop="\n")
-
-
-@_format("chatglm3")
-def format_chatglm3(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    system = f"<|system|>\n{_system(messages)}"
-    roles = {"user": "<|user|>", "assistant": "<|assistant|>"}
-    turns = _answer(_turns(messages, roles), roles["assistant"])
-    prompt = system + "".join(f"{r}\n {t}" if t else r for r, t in turns)
-    return ChatFormatterResponse(prompt=prompt, stop="</s>")
-
-
-@_format("saiga")
-def format_saiga(messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
-    # llama-cpp-python maps the roles user, bot and system: assistant turns are left out.
-    turns = _turns(messages, {"user": "user", "bot": "bot", "system": "system"})
-    prompt = "".join(f"<s>{r}\n{t}</s>" if t else f"<s>{r}\n" for r, t in turns)
-    return ChatFormatterResponse(prompt=(prompt + "<s>bot").strip())
+def _named_format(name: str) -> ChatFormatter:
+    """llama-cpp-python's format ``name``: its template (``_prompt_formats``, also what
+    ``python -m llama_cpp.server`` serves it with), rendered with Jinja2, and its stop."""
+    prompt_format = FORMATS[name]
+    compiled: list[Any] = []  # compiled at the first use, not at import
+
+    def formatter(*, messages: Messages, **kwargs: Any) -> ChatFormatterResponse:
+        if not compiled:
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+            compiled.append(ImmutableSandboxedEnvironment().from_string(prompt_format.template))
+        prompt: str = compiled[0].render(messages=messages)
+        return ChatFormatterResponse(prompt=prompt, stop=prompt_format.stop)
+
+    return register_chat_format(name)(formatter)
+
+
+format_llama2 = _named_format("llama-2")
+format_llama3 = _named_format("llama-3")
+format_alpaca = _named_format("alpaca")
+format_qwen = _named_format("qwen")
+format_vicuna = _named_format("vicuna")
+format_chatml = _named_format("chatml")
+format_mistral_instruct = _named_format("mistral-instruct")
+format_zephyr = _named_format("zephyr")
+format_gemma = _named_format("gemma")
+format_openchat = _named_format("openchat")
+format_phind = _named_format("phind")
+format_oasst_llama = _named_format("oasst_llama")
+format_baichuan2 = _named_format("baichuan-2")
+format_baichuan = _named_format("baichuan")
+format_openbuddy = _named_format("openbuddy")
+format_redpajama_incite = _named_format("redpajama-incite")
+format_snoozy = _named_format("snoozy")
+format_intel = _named_format("intel")
+format_open_orca = _named_format("open-orca")
+format_mistrallite = _named_format("mistrallite")
+format_pygmalion = _named_format("pygmalion")
+format_chatglm3 = _named_format("chatglm3")
+format_saiga = _named_format("saiga")
 
 
 # ---- vision handlers under llama-cpp-python's names ----------------------------------------

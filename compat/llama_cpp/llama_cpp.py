@@ -15,23 +15,12 @@ of llama_cy stays guarded. The library is the one llama_cy's extension modules u
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
-from typing import Any, NewType
+from typing import NewType
 
-import llama_cy
+from llama_cpp import _library
 
-_lib_dir = Path(llama_cy.get_lib_dir())
-_names = ("libllama.so.0", "libllama.so", "libllama.0.dylib", "libllama.dylib", "llama.dll")
-_lib_path = next((p for n in _names if (p := _lib_dir / n).is_file()), _lib_dir / "libllama.so")
-_lib = ctypes.CDLL(str(_lib_path))
-
-
-def _function(name: str, argtypes: list[Any], restype: Any) -> Any:
-    func = getattr(_lib, name)
-    func.argtypes = argtypes
-    func.restype = restype
-    return func
-
+_lib = _library.lib
+_function = _library.function
 
 # ---- constants (#define) ----
 

@@ -4,12 +4,39 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .llama import Llama
+import llama_cy
 
 __all__ = ["BaseLlamaTokenizer", "LlamaHFTokenizer", "LlamaTokenizer"]
+
+
+class _Tokenizes(Protocol):
+    """What LlamaTokenizer wraps: a ``Llama`` (llama_cpp's, or a vocabulary-only one)."""
+
+    def tokenize(self, text: bytes, add_bos: bool = ..., special: bool = ...) -> list[int]: ...
+
+    def detokenize(
+        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = ..., special: bool = ...
+    ) -> bytes: ...
+
+
+def without_bos_space(tokens: Sequence[int], text: bytes, bos: int) -> bytes:
+    """llama-cpp-python's detokenize: without the space SentencePiece puts before the
+    first word when ``tokens`` start with BOS."""
+    if len(tokens) and tokens[0] == bos and text[:1] == b" ":
+        return text[1:]
+    return text
+
+
+class _Vocabulary(llama_cy.Llama):
+    """A GGUF's vocabulary alone (``vocab_only``), detokenizing as ``llama_cpp.Llama``."""
+
+    def detokenize(
+        self, tokens: Sequence[int], prev_tokens: Sequence[int] | None = None, special: bool = False
+    ) -> bytes:
+        out = super().detokenize(tokens, prev_tokens, special)
+        return out if prev_tokens else without_bos_space(tokens, out, self.token_bos())
 
 
 class BaseLlamaTokenizer(abc.ABC):
@@ -25,7 +52,7 @@ class BaseLlamaTokenizer(abc.ABC):
 class LlamaTokenizer(BaseLlamaTokenizer):
     """The model's own tokenizer (llama.cpp's)."""
 
-    def __init__(self, llama: Llama) -> None:
+    def __init__(self, llama: _Tokenizes) -> None:
         self._llama = llama
 
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = True) -> list[int]:
@@ -46,9 +73,7 @@ class LlamaTokenizer(BaseLlamaTokenizer):
 
     @classmethod
     def from_ggml_file(cls, path: str) -> LlamaTokenizer:
-        from .llama import Llama
-
-        return cls(Llama(model_path=path, vocab_only=True))
+        return cls(_Vocabulary(path, vocab_only=True))
 
 
 class LlamaHFTokenizer(BaseLlamaTokenizer):

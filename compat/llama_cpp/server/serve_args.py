@@ -360,14 +360,14 @@ def _default_chat_format(path: str) -> str | None:
 
 def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
     """The serve flags that render chats as llama-cpp-python's ``chat_format`` does: a
-    Jinja template of its format's prompt (chat_templates); for a vision format, none
+    Jinja template of its format's prompt (_prompt_formats); for a vision format, none
     (its handler brings them: :func:`chat_handler`); for a name only llama.cpp knows, its
     template of that name. The formatter's stop strings become ``-r`` (the server's
     stops for a request that gives none)."""
     from llama_cy.chat import chat_format_names
 
-    from ..llama_chat_format import FORMATTERS, LlamaChatCompletionHandlerRegistry
-    from .chat_templates import TEMPLATES
+    from .._prompt_formats import FORMATS
+    from ..llama_chat_format import LlamaChatCompletionHandlerRegistry
 
     if name == "hf-tokenizer-config":
         return _tokenizer_config_template(s["hf_tokenizer_config_path"])
@@ -375,8 +375,8 @@ def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
         if not s["clip_model_path"]:
             raise ValueError(f"--chat_format {name} needs --clip_model_path (the projector)")
         return []  # the handler's (chat_handler()): its template, projector and layout
-    if name in TEMPLATES:
-        flags = ["--jinja", "--chat-template", TEMPLATES[name]]
+    if name in FORMATS:
+        flags = ["--jinja", "--chat-template", FORMATS[name].template]
     elif name in chat_format_names():
         flags = ["--chat-template", name]
     elif name in (
@@ -392,12 +392,8 @@ def _chat_format_flags(name: str, s: dict[str, Any]) -> list[str]:
     else:
         # llama-cpp-python fails each chat request with "Invalid chat handler"; here, at start
         raise ValueError(f"--chat_format {name}: no such chat format (Invalid chat handler)")
-    formatter = FORMATTERS.get(name)
-    if formatter is not None:
-        stop = formatter(messages=[{"role": "user", "content": "x"}]).stop
-        for text in [stop] if isinstance(stop, str) else stop or []:
-            flags += ["-r", text]
-    return flags
+    stop = FORMATS[name].stop if name in FORMATS else None
+    return flags if stop is None else [*flags, "-r", stop]
 
 
 def _tokenizer_config_template(path: str | None) -> list[str]:

@@ -1,27 +1,68 @@
-"""llama-cpp-python's Python chat formats as Jinja templates, for ``python -m
-llama_cpp.server --chat_format NAME``: the server is llama-cy serve, whose chat engine
-(llama-server's) renders Jinja, not Python.
+"""llama-cpp-python's named chat formats (``chat_format="vicuna"``, ...), once: each as a
+Jinja template of its prompt and the stop its answer ends at. ``llama_chat_format``'s
+formatters render them with Jinja2; ``python -m llama_cpp.server --chat_format NAME``
+gives them to llama-cy serve, whose chat engine (llama-server's) renders Jinja.
 
 llama.cpp's built-in templates of the same names (llama-2, chatml, gemma, ...) render
-other prompts, so every format has one here. Each is built from the same pieces as the
-Python formatter of that name in
-``llama_cpp.llama_chat_format`` (the first system message, role labels, separators, the
-answer's label), and renders the same prompt for text messages; the tests compare them
-conversation by conversation."""
+other prompts, so every format has one here. They render llama-cpp-python's prompts
+(tests/data/lcp_chat_formats.json, made by llama-cpp-python itself), in Jinja2 and in
+llama-server's engine alike."""
 
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from ..llama_chat_format import (
-    _OPEN_ORCA_SYSTEM,
-    _OPENBUDDY_SYSTEM,
-    _SNOOZY_SYSTEM,
-    _VICUNA_SYSTEM,
+__all__ = ["FORMATS", "PromptFormat"]
+
+
+class PromptFormat(NamedTuple):
+    """A format's prompt (a Jinja template over ``messages``) and the stop of its answer."""
+
+    template: str
+    stop: str | None = None
+
+
+_VICUNA_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. The "
+    "assistant gives helpful, detailed, and polite answers to the user's questions."
 )
 
-__all__ = ["TEMPLATES"]
+
+_OPENBUDDY_SYSTEM = (
+    "You are a helpful, respectful and honest INTP-T AI Assistant named Buddy. You are "
+    "talking to a human User.\nAlways answer as helpfully and logically as possible, while "
+    "being safe. Your answers should not include any harmful, political, religious, "
+    "unethical, racist, sexist, toxic, dangerous, or illegal content. Please ensure that "
+    "your responses are socially unbiased and positive in nature.\nIf a question does not "
+    "make any sense, or is not factually coherent, explain why instead of answering "
+    "something not correct. If you don't know the answer to a question, please don't "
+    "share false information.\nYou can speak fluently in many languages, for example: "
+    "English, Chinese.\nYou cannot access the internet, but you have vast knowledge, "
+    "cutoff: 2021-09.\nYou are trained by OpenBuddy team, (https://openbuddy.ai, "
+    "https://github.com/OpenBuddy/OpenBuddy), you are based on LLaMA and Falcon "
+    "transformers model, not related to GPT or OpenAI.\n\n"
+)
+
+
+_SNOOZY_SYSTEM = (
+    "The prompt below is a question to answer, a task to complete, or a conversation "
+    "to respond to; decide which and write an appropriate response."
+)
+
+
+_OPEN_ORCA_SYSTEM = (
+    "You are a helpful assistant. Please answer truthfully and write out your "
+    "thinking step by step to be sure you get the right answer. If you make a mistake "
+    "or encounter an error in your thinking, say so out loud and attempt to correct "
+    "it. If you don't know or aren't sure about something, say so clearly. You will "
+    "act as a professional logician, mathematician, and physicist. You will also act "
+    "as the most appropriate type of expert to answer any particular question or "
+    "solve the relevant problem; state which expert type your are, if so. Also think "
+    "of any particular named expert that would be ideal to answer the relevant "
+    "question or solve the relevant problem; name and act as them, if appropriate."
+)
+
 
 Style = Literal["colon", "bare", "chatml"]
 
@@ -97,9 +138,7 @@ _LLAMA3 = {
     r: f"<|start_header_id|>{r}<|end_header_id|>\n\n" for r in ("system", "user", "assistant")
 }
 
-#: llama-cpp-python's chat formats: its prompts, which llama.cpp's built-in templates of
-#: the same names (llama-2, chatml, ...) do not give.
-TEMPLATES: dict[str, str] = {
+_TEMPLATES: dict[str, str] = {
     # llama-2's first turn after a system prompt goes without its label, as there.
     "llama-2": (
         _SYSTEM
@@ -266,4 +305,25 @@ TEMPLATES: dict[str, str] = {
         "{%- else -%}{{- '<s>' + m['role'] + '\\n' -}}{%- endif -%}{%- endif -%}{%- endfor -%}"
         "{{- '<s>bot' -}}"
     ),
+}
+
+#: The stop each format's answer ends at (llama-cpp-python's; none for the others).
+_STOPS = {
+    "llama-3": "<|eot_id|>",
+    "qwen": "<|endoftext|>",
+    "chatml": "<|im_end|>",
+    "mistral-instruct": "</s>",
+    "zephyr": "</s>",
+    "gemma": "<end_of_turn>\n",
+    "openchat": "<|end_of_turn|>",
+    "redpajama-incite": "<human>",
+    "snoozy": "###",
+    "open-orca": "User",
+    "pygmalion": "\n",
+    "chatglm3": "</s>",
+}
+
+#: llama-cpp-python's chat formats, by name.
+FORMATS: dict[str, PromptFormat] = {
+    name: PromptFormat(template, _STOPS.get(name)) for name, template in _TEMPLATES.items()
 }
