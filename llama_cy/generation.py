@@ -40,11 +40,13 @@ from llama_cy._speculative import Speculator
 from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
 from llama_cy.checkpoints import Checkpoints, user_starts
 from llama_cy.completion import CompletionChunk, PromptProgress, Timings
+from llama_cy.context_shift import shift, shift_plan
 from llama_cy.errors import ContextOverflowError
 from llama_cy.job import PROMPT_LOGPROB_ROWS, Job, StoppingCriteria, backend_sampling_blocker
 from llama_cy.prompt_media import Media, media_token
 from llama_cy.rejection import verify
 from llama_cy.sampling import build_sampler
+from llama_cy.sequence_settings import SequenceSettings
 from llama_cy.streaming import CompletionOutput, PromptLogprobs, preserved_tokens
 
 __all__ = [
@@ -61,12 +63,14 @@ __all__ = [
 _log = logging.getLogger("llama_cy")
 
 
+_DEFAULT_SETTINGS = SequenceSettings()
+
+
 class KVSequence:
     """Sequence ``id`` of ``ctx``: the tokens its KV cache holds and the job it runs.
 
-    ``n_ctx`` is the room this sequence has (the context's per-sequence size).
-    ``context_shift`` lets a generation that fills it go on by dropping half of what
-    follows the first ``n_keep`` tokens; without it the generation ends with "length".
+    ``settings`` say how it runs every job. ``n_ctx`` is the room this sequence has (the
+    context's per-sequence size); a context shift keeps its first ``n_keep`` tokens.
     ``spec`` drafts tokens for this sequence (shared by the sequences of ``ctx``); every
     cut of this sequence's cache is made in its draft context too.
     """
@@ -97,6 +101,7 @@ class KVSequence:
         "n_keep",
         "picked",
         "rows",
+        "settings",
         "spec",
         "special",
         "t_prompt",
@@ -109,26 +114,20 @@ class KVSequence:
         self,
         ctx: LlamaContext,
         id: int = 0,
+        settings: SequenceSettings = _DEFAULT_SETTINGS,
         *,
         n_ctx: int | None = None,
-        context_shift: bool = False,
         n_keep: int = 0,
         spec: Speculator | None = None,
-        backend_sampling: bool = False,
-        ctx_checkpoints: int = 32,
-        checkpoint_min_step: int = 8192,
-        special: bool = False,
     ) -> None:
         self.ctx = ctx
-        #: every special token generated is shown as text (llama-server's -sp); else only
-        #: those a chat format preserves
-        self.special = special
-        #: the default for jobs that do not say: run their chain in the graph (llama-server's -bs)
-        self.backend_sampling = backend_sampling
+        self.settings = settings
+        self.special = settings.special
+        self.backend_sampling = settings.backend_sampling
         self.model = ctx.model
         self.id = id
         self.n_ctx = n_ctx if n_ctx is not None else ctx.n_ctx_seq
-        self.context_shift = context_shift
+        self.context_shift = settings.context_shift
         self.n_keep = n_keep
         #: Tokens whose keys and values are in this sequence of the KV cache, in order.
         self.cache: list[int] = []
@@ -157,7 +156,9 @@ class KVSequence:
         self.draft_q: list[tuple[npt.NDArray[np.intc], npt.NDArray[np.float32]]] = []
         self.truncated = False  # the job's context was shifted
         #: llama-server's context checkpoints (of the draft context too)
-        self.checkpoints = Checkpoints(ctx, id, n_max=ctx_checkpoints, min_step=checkpoint_min_step)
+        self.checkpoints = Checkpoints(
+            ctx, id, n_max=settings.ctx_checkpoints, min_step=settings.checkpoint_min_step
+        )
         if spec is not None:
             self.checkpoints.draft = spec.draft_context
 
@@ -586,32 +587,25 @@ class KVSequence:
         return chunk
 
     def _shift(self) -> bool:
-        """Context shift: drop half (or the job's n_discard) of what follows the first
-        ``n_keep`` tokens (or the job's, as llama-server reads it)."""
+        """Context shift (:mod:`llama_cy.context_shift`): make room by dropping tokens
+        after the first ``n_keep``; False where it cannot be done."""
         if not self.context_shift or not self.ctx.can_shift:
             return False
         if self.spec is not None and not self.spec.can_shift:
             return False
         if any(t < 0 for t in self.cache):  # an image cut in half means nothing (llama-server)
             return False
-        job, n_past, keep = self.job, len(self.cache), self.n_keep
-        if job is not None and job.n_keep is not None:  # llama-server's reading of it
-            asked = len(job.tokens) if job.n_keep < 0 else job.n_keep
-            keep = min(asked + int(self.model.add_bos), self.n_ctx - 4)
-        keep = min(keep, n_past - 1)
-        n_left = n_past - keep
-        n_discard = job.n_discard if job is not None and job.n_discard > 0 else n_left // 2
-        n_discard = min(n_discard, n_left - 1)
-        if n_discard <= 0:
+        job = self.job
+        plan = shift_plan(
+            len(self.cache),
+            self.n_keep,
+            self.n_ctx,
+            None if job is None else (len(job.tokens), job.n_keep, job.n_discard),
+            self.model.add_bos,
+        )
+        if plan is None:
             return False
-        line = "slot context shift, n_keep = %d, n_left = %d, n_discard = %d"  # llama-server's
-        _log.info(line, keep, n_left, n_discard)
-        self.ctx.seq_rm(self.id, keep, keep + n_discard)
-        self.ctx.seq_add(self.id, keep + n_discard, n_past, -n_discard)
-        if self.spec is not None:
-            self.spec.seq_rm(self.id, keep, keep + n_discard)
-            self.spec.seq_add(self.id, keep + n_discard, n_past, -n_discard)
-        del self.cache[keep : keep + n_discard]
+        shift(self.ctx, self.spec, self.id, self.cache, *plan)
         self.checkpoints.clear()  # their positions moved
         self.truncated = True
         return True

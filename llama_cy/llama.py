@@ -35,10 +35,12 @@ from llama_cy.completion import Completion, CompletionChunk, join_chunks
 from llama_cy.cpu_params import CpuParams
 from llama_cy.embedding import Embedder
 from llama_cy.errors import BusyError, ClosedError
+from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, StoppingCriteria, run
 from llama_cy.media import MediaSource
 from llama_cy.openai_shapes import ChatShaper, CompletionShaper, Shaper
 from llama_cy.prepare import CHAT_POSITIONAL, COMPLETION_POSITIONAL, Preparer, positional
+from llama_cy.sequence_settings import SequenceSettings
 from llama_cy.speculative import DraftModel, speculator, speculator_settings, uses_mtp
 
 __all__ = ["Llama", "StoppingCriteria"]
@@ -130,8 +132,8 @@ class Llama:
         model_path: str | os.PathLike[str],
         *,
         n_gpu_layers: int | None = None,
-        split_mode: Literal["none", "layer", "row", "tensor"] = "layer",
-        main_gpu: int = 0,
+        split_mode: Literal["none", "layer", "row", "tensor"] = _flag("split_mode"),
+        main_gpu: int = _flag("main_gpu"),
         tensor_split: Sequence[float] | None = None,
         vocab_only: bool = False,
         use_mmap: bool = True,
@@ -222,12 +224,12 @@ class Llama:
         last_n_tokens_size: int = 64,
         chat_format: str | None = None,
         chat_template: str | None = None,
-        use_jinja: bool = True,
-        reasoning_format: str = "auto",
-        reasoning_budget: int = -1,
-        reasoning_budget_message: str = "",
+        use_jinja: bool = _flag("jinja"),
+        reasoning_format: str = _flag("reasoning_format"),
+        reasoning_budget: int = _flag("reasoning_budget"),
+        reasoning_budget_message: str = _flag("reasoning_budget_message"),
         chat_template_kwargs: Mapping[str, Any] | None = None,
-        context_shift: bool = False,
+        context_shift: bool = _flag("context_shift"),
         n_keep: int | None = None,
         draft_model: DraftModel | None = None,
         draft_max: int | None = None,
@@ -244,9 +246,9 @@ class Llama:
         video_ffmpeg_dir: str | os.PathLike[str] | None = None,
         allow_remote_media: bool = False,
         no_perf: bool = False,
-        backend_sampling: bool = False,
-        ctx_checkpoints: int = 32,
-        checkpoint_min_step: int = 8192,
+        backend_sampling: bool = _flag("backend_sampling"),
+        ctx_checkpoints: int = _flag("ctx_checkpoints"),
+        checkpoint_min_step: int = _flag("checkpoint_min_step"),
         verbose: bool = False,
     ) -> None:
         self._closed = False
@@ -357,16 +359,13 @@ class Llama:
             self._spec = speculator(self._ctx, settings, context)
         elif draft_max is not None or draft_min is not None or draft_p_min is not None:
             raise ValueError("draft_max, draft_min and draft_p_min need a draft_model")
-        self._seq = KVSequence(
-            self._ctx,
-            0,
+        sequence = SequenceSettings(
             context_shift=context_shift,
-            n_keep=self.n_keep,
-            spec=self._spec,
             backend_sampling=backend_sampling,
             ctx_checkpoints=ctx_checkpoints,
             checkpoint_min_step=checkpoint_min_step,
         )
+        self._seq = KVSequence(self._ctx, 0, sequence, n_keep=self.n_keep, spec=self._spec)
         self._embedder = Embedder(self._ctx, self._batch)
 
     def _load_mmproj(

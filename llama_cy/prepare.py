@@ -20,6 +20,7 @@ from llama_cy._model import LlamaModel
 from llama_cy._mtmd import Bitmap, MtmdContext
 from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError, MediaError
+from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, Media, StoppingCriteria
 from llama_cy.grammar import check_schema
 from llama_cy.job import PROMPT_LOGPROB_VALUES
@@ -113,15 +114,17 @@ class Preparer:
         *,
         chat_format: str | None = None,
         chat_template: str | None = None,
-        use_jinja: bool = True,
-        reasoning_format: str = "auto",
-        reasoning_budget: int = -1,
-        reasoning_budget_message: str = "",
+        use_jinja: bool = _flag("jinja"),
+        reasoning_format: str = _flag("reasoning_format"),
+        reasoning_budget: int = _flag("reasoning_budget"),
+        reasoning_budget_message: str = _flag("reasoning_budget_message"),
         reasoning_effort: str | None = None,
         chat_template_kwargs: Mapping[str, Any] | None = None,
         profile: str = "llama-cpp-python",
         seed: int | None = None,
         overrides: Mapping[str, Any] | None = None,
+        prefill_assistant: bool = _flag("prefill_assistant"),
+        force_pure_content: bool = _flag("skip_chat_parsing"),
         mtmd: MtmdContext | None = None,
         media_source: MediaSource | None = None,
     ) -> None:
@@ -142,8 +145,8 @@ class Preparer:
         self.reasoning_budget = _budget(reasoning_budget)
         self.reasoning_budget_message = reasoning_budget_message
         self.reasoning_effort = reasoning_effort
-        self.prefill_assistant = True  #: llama-server's --prefill-assistant
-        self.force_pure_content = False  #: its --skip-chat-parsing: the reply is all content
+        self.prefill_assistant = prefill_assistant  #: llama-server's --prefill-assistant
+        self.force_pure_content = force_pure_content  #: --skip-chat-parsing: all content
         # llama-server's default (--reasoning-preserve): reasoning kept in the whole history
         self.chat_template_kwargs = {"preserve_reasoning": True, **dict(chat_template_kwargs or {})}
         self.profile = profile

@@ -15,9 +15,9 @@ from child import run_python
 
 import llama_cy as lc
 from llama_cy import cli
-from llama_cy.cli.common import cpu_params
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.cpu_params import CpuParams, parse_cpu_mask, parse_cpu_range
+from llama_cy.flags.values import cpu_params
+from llama_cy.server.flag_settings import settings_from_args
 
 
 def test_masks_and_ranges_read_as_llama_cpp_reads_them() -> None:

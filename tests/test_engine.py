@@ -16,7 +16,9 @@ import llama_cy as lc
 from llama_cy.completion import Completion, join_chunks
 from llama_cy.generation import Job, common_prefix
 from llama_cy.prepare import Preparer
+from llama_cy.sequence_settings import SequenceSettings
 from llama_cy.server.engine import Engine
+from llama_cy.server.engine_settings import EngineSettings
 
 # Bans tokens 1 and 2 (BOS, EOS) so the tiny model never ends its turn on its own.
 NO_END = {1: -1e9, 2: -1e9}
@@ -95,7 +97,7 @@ def test_slot_choice_breaks_ties_as_llama_server(tiny: lc.LlamaModel) -> None:
     several idle slots goes to the lowest of them: a step's attention spans the KV
     streams from its lowest slot to its highest, so where ties fall decides tokens/s."""
     prep = Preparer(tiny, profile="server")
-    engine = Engine(tiny, slots=4, n_ctx=512, n_threads=1, cache_ram=0)
+    engine = Engine(tiny, slots=4, settings=EngineSettings(cache_ram=0), n_ctx=512, n_threads=1)
     engine.start()
     try:
         story = "Once upon a time there was a little fox who lived in a wood"
@@ -162,7 +164,8 @@ def test_context_shift_in_the_engine(tiny: lc.LlamaModel) -> None:
     assert full.stop_reason == "length"
     assert full.prompt_tokens + len(full.tokens) == n_slot + 1  # the last pick is never decoded
 
-    engine = Engine(tiny, slots=2, n_ctx=96, context_shift=True)
+    shift = EngineSettings(sequence=SequenceSettings(context_shift=True))
+    engine = Engine(tiny, slots=2, settings=shift, n_ctx=96)
     engine.start()
     try:
         (shifted,) = serve(engine, [job])

@@ -14,7 +14,7 @@ from tiny_model import write_tiny_llama
 
 import llama_cy as lc
 from llama_cy import cli
-from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.server.flag_settings import settings_from_args
 
 
 @pytest.fixture(scope="module")

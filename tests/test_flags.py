@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import re
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,11 @@ from typing import Any
 import pytest
 
 from llama_cy import cli
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.flags import COMMANDS, FLAGS, USED, default, flags_for, reference
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
-from llama_cy.server.engine import Engine
+from llama_cy.sequence_settings import SequenceSettings
+from llama_cy.server.engine_settings import EngineSettings
+from llama_cy.server.flag_settings import settings_from_args
 from llama_cy.server.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,18 +87,18 @@ def test_server_settings_take_the_tables_defaults() -> None:
 
 
 def test_the_engines_defaults_are_the_tables() -> None:
-    params = inspect.signature(Engine).parameters
+    engine, sequence = EngineSettings(), SequenceSettings()
     names = {
         "n_predict": "n_predict",
         "max_queue": "queue_size",
         "queue_timeout": "queue_timeout",
-        "context_shift": "context_shift",
         "slot_prompt_similarity": "slot_prompt_similarity",
         "warmup": "warmup",
-        "backend_sampling": "backend_sampling",
     }
-    for param, dest in names.items():
-        assert params[param].default == default(dest), param
+    for field, dest in names.items():
+        assert getattr(engine, field) == default(dest), field
+    for field in ("context_shift", "backend_sampling", "ctx_checkpoints", "special"):
+        assert getattr(engine.sequence, field) == getattr(sequence, field) == default(field)
 
 
 def _common_h(pattern: str) -> str:
@@ -117,7 +117,7 @@ def test_the_drifted_defaults_are_llama_servers() -> None:
         assert parse(command).ctx_size == n_ctx
     assert ServerSettings(model="x").n_gpu_layers == ngl
     assert ServerSettings(model="x").slot_prompt_similarity == sps
-    assert inspect.signature(Engine).parameters["slot_prompt_similarity"].default == sps
+    assert EngineSettings().slot_prompt_similarity == sps
 
 
 def test_props_show_the_tables_defaults(tiny_model_path: Path) -> None:

@@ -20,8 +20,8 @@ from tiny_model import write_tiny_llama
 import llama_cy as lc
 from llama_cy import cli
 from llama_cy._placement import FFN_DENSE_REGEX, FFN_EXPS_REGEX
-from llama_cy.cli.common import tensor_overrides
-from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.flags.values import tensor_overrides
+from llama_cy.server.flag_settings import settings_from_args
 
 N_LAYER = 3
 
@@ -47,7 +47,7 @@ CLIENT = """
 import json, sys
 import llama_cy as lc
 from llama_cy import cli
-from llama_cy.cli.common import tensor_overrides
+from llama_cy.flags.values import tensor_overrides
 path, server = sys.argv[1], sys.argv[2]
 out = {}
 for name, argv in json.loads(sys.argv[3]).items():
@@ -112,7 +112,7 @@ def test_n_cpu_ffn_keeps_dense_ffn_weights_on_the_cpu(tmp_path: Path, rpc_server
 SERVE_LOAD = """
 import json, sys
 from llama_cy import cli
-from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.server.flag_settings import settings_from_args
 from llama_cy.server.settings import fit, load_model
 path = sys.argv[1]
 out = {}

@@ -16,9 +16,9 @@ from serving import Server
 
 import llama_cy as lc
 from llama_cy import cli
-from llama_cy.cli.common import grammar, samplers
-from llama_cy.cli.serve_settings import settings_from_args
+from llama_cy.flags.values import grammar, samplers
 from llama_cy.sampling import DEFAULT_SAMPLERS, SamplingParams, sampler_types
+from llama_cy.server.flag_settings import settings_from_args
 
 PROMPT = "Once upon a time"
 LONG_TEXT = " ".join(["the fox ran to the river"] * 40)

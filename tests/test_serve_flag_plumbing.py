@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from llama_cy import cli
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.cpu_params import CpuParams
+from llama_cy.server.flag_settings import settings_from_args
 from llama_cy.server.settings import ServerSettings
 
 Get = Callable[[ServerSettings], Any]

@@ -26,8 +26,8 @@ from tiny_model import write_tiny_bert, write_tiny_llama, write_tiny_lora
 from llama_cy import LlamaModel, cli
 from llama_cy.chat import REASONING_FORMATS
 from llama_cy.cli.serve import check_flags
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.flags import FLAGS, INERT, REFUSED
+from llama_cy.server.flag_settings import settings_from_args
 
 PROMPT = "Once upon a time"
 

@@ -20,8 +20,8 @@ from tiny_model import write_tiny_llama
 
 from llama_cy import cli
 from llama_cy._server_tools import ServerTools, ToolsError
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.errors import ClosedError
+from llama_cy.server.flag_settings import settings_from_args
 
 # An MCP server over stdio: echo(message), add(a, b) and sleep(seconds).
 MCP_SERVER = r"""

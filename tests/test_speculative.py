@@ -25,10 +25,10 @@ from tiny_model import write_tiny_llama
 
 import llama_cy as lc
 from llama_cy import cli
-from llama_cy.cli.serve_settings import settings_from_args
 from llama_cy.errors import ClosedError, InvalidTokenError, ModelLoadError
 from llama_cy.generation import Job, KVSequence, run
 from llama_cy.sampling import SamplingParams
+from llama_cy.server.flag_settings import settings_from_args
 
 # A passage that the greedy answer copies: every drafting type finds its n-grams.
 SENTENCE = (

@@ -8,17 +8,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from llama_cy.cli.common import (
-    Bar,
-    cpu_params,
-    fetch_models,
-    flash,
-    model_path,
-    set_priority,
-    tensor_overrides,
-    threads,
-    verbose,
-)
+from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority, verbose
+from llama_cy.flags.values import cpu_params, flash, tensor_overrides, threads
 
 __all__ = ["main"]
 

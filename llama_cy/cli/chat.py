@@ -9,14 +9,8 @@ import base64
 import sys
 from typing import Any
 
-from llama_cy.cli.common import (
-    chat_template,
-    llama,
-    read_media,
-    sampling,
-    set_priority,
-    verbose,
-)
+from llama_cy.cli.common import llama, read_media, sampling, set_priority, verbose
+from llama_cy.flags.values import chat_template
 
 __all__ = ["main"]
 

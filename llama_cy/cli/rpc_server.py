@@ -7,7 +7,8 @@ import argparse
 import os
 import sys
 
-from llama_cy.cli.common import threads, verbose
+from llama_cy.cli.common import verbose
+from llama_cy.flags.values import threads
 
 __all__ = ["main"]
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from llama_cy.cli.common import Bar, fetch_models, model_path, set_priority
 from llama_cy.cli.log_format import CommonLogFormatter, JsonlFormatter, colors_wanted
-from llama_cy.flags import REFUSED, flags_for, llama_server_argv
 from llama_cy.server.child import ChildLink
 from llama_cy.server.presets import Preset
 
@@ -34,22 +33,11 @@ __all__ = ["asgi_app", "check_flags", "main"]
 def check_flags(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Stop with a message naming the first refused flag given (on the command line or
     through its environment variable), or a refused value of a used one."""
-    given = {a.split("=", 1)[0] for a in llama_server_argv(argv) if a.startswith("-")}
-    for flag in flags_for("serve"):
-        if flag.status != REFUSED:
-            continue
-        spelled = [n for n in (*flag.names, *flag.negative) if n in given]
-        if spelled:
-            raise SystemExit(f"llama-cy serve: {spelled[0]} is not supported: {flag.note}")
-        if flag.env and flag.env in os.environ:
-            raise SystemExit(
-                f"llama-cy serve: ${flag.env} ({flag.name}) is not supported: {flag.note}"
-            )
-    if not args.cont_batching:
-        raise SystemExit(
-            "llama-cy serve: --no-cont-batching is not supported: the engine always "
-            "batches its slots together"
-        )
+    from llama_cy.server.flag_settings import refused
+
+    why = refused(args, argv)
+    if why is not None:
+        raise SystemExit(f"llama-cy serve: {why}")
 
 
 def _demo_model() -> dict[str, Preset]:
@@ -90,8 +78,8 @@ def _download_child(args: argparse.Namespace) -> int:
 
 
 def _router(args: argparse.Namespace) -> int:
-    from llama_cy.cli.serve_settings import settings_from_args
     from llama_cy.server import serve_router
+    from llama_cy.server.flag_settings import settings_from_args
     from llama_cy.server.presets import PresetError, from_argv
     from llama_cy.server.router import Router
 
@@ -214,7 +202,7 @@ def _configure(args: argparse.Namespace) -> None:
 
 def _settings(args: argparse.Namespace, path: str, adjust: Adjust | None) -> ServerSettings:
     """The server's settings: the flags', changed by ``adjust``, then fitted (-fit)."""
-    from llama_cy.cli.serve_settings import settings_from_args
+    from llama_cy.server.flag_settings import settings_from_args
     from llama_cy.server.settings import fit
 
     settings = settings_from_args(args, path)

@@ -1,7 +1,9 @@
 """An OpenAI-compatible HTTP server with continuous batching (``llama-cy serve``).
 
 :func:`serve` loads a model and runs the app with uvicorn; :func:`create_app` gives the
-ASGI app over a loaded model for embedding in another server.
+ASGI app over a loaded model for embedding in another server. :class:`ServerSettings` are
+made in Python, or from llama-server's flags (:func:`settings_from_flags`), and fitted to
+the devices' memory (:func:`fit`, llama-server's -fit) before :func:`load_model`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ if TYPE_CHECKING:
     from llama_cy.server.app import create_app
     from llama_cy.server.core import Server
     from llama_cy.server.engine import Engine, QueueFullError
+    from llama_cy.server.flag_settings import settings_from_flags
     from llama_cy.server.router import Router
-    from llama_cy.server.settings import ServerSettings, load_model
+    from llama_cy.server.settings import ServerSettings, fit, load_model
 
 # Imported when first used: the command line reads llama_cy.server.flags without
 # loading Starlette and the engine.
@@ -28,7 +31,9 @@ _LAZY = {
     "Engine": "engine",
     "QueueFullError": "engine",
     "ServerSettings": "settings",
+    "fit": "settings",
     "load_model": "settings",
+    "settings_from_flags": "flag_settings",
 }
 
 
@@ -47,9 +52,11 @@ __all__ = [
     "Server",
     "ServerSettings",
     "create_app",
+    "fit",
     "load_model",
     "serve",
     "serve_router",
+    "settings_from_flags",
 ]
 
 

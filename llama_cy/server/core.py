@@ -33,6 +33,7 @@ from llama_cy.media import MediaSource
 from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
 from llama_cy.server.engine import Engine
+from llama_cy.server.engine_settings import EngineSettings
 from llama_cy.server.modalities import architecture, media_marker
 from llama_cy.server.rate_window import RateWindow
 from llama_cy.server.schema import ApiError
@@ -122,8 +123,8 @@ class Server:
     def _build(self) -> None:
         """The preparer, the adapters and the engine (or embedder) over ``self.model``."""
         model, settings = self.model, self.settings
-        self.preparer = settings.preparer(model)
         context = settings.context_kwargs(model)
+        media_source = None
         if settings.mmproj is not None:
             if settings.embeddings or settings.reranking:
                 raise ValueError("--mmproj cannot be combined with --embeddings or --rerank")
@@ -143,8 +144,8 @@ class Server:
                 video_ffmpeg_dir=settings.video_ffmpeg_dir,
                 media_marker=media_marker(),
             )
-            self.preparer.mtmd = self.mtmd
-            self.preparer.media_source = MediaSource(media_path=settings.media_path)
+            media_source = MediaSource(media_path=settings.media_path)
+        self.preparer = settings.preparer(model, self.mtmd, media_source)
         #: --lora adapters, and the scales a request without ``lora`` runs with
         self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         if settings.embeddings or settings.reranking:
@@ -187,22 +188,10 @@ class Server:
         return Engine(
             model,
             slots=settings.n_parallel,
-            n_predict=settings.n_predict,
-            max_queue=settings.max_queue,
-            queue_timeout=settings.queue_timeout,
-            context_shift=settings.context_shift,
+            settings=EngineSettings.of(settings),
             # --keep reaches each job (requests.with_generation_fields), a request's n_keep too
-            slot_prompt_similarity=settings.slot_prompt_similarity,
-            warmup=settings.warmup,
             loras=self.loras,
             speculative=speculative,
-            backend_sampling=settings.backend_sampling,
-            ctx_checkpoints=settings.ctx_checkpoints,
-            checkpoint_min_step=settings.checkpoint_min_step,
-            special=settings.special,
-            cache_ram=settings.cache_ram,
-            kv_unified_per_slot=settings.kv_unified_per_slot,
-            cache_idle_slots=settings.cache_idle_slots,
             **context,
         )
 

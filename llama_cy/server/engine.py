@@ -36,8 +36,8 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
-from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, KVSequence, common_prefix
+from llama_cy.server.engine_settings import EngineSettings
 from llama_cy.server.prompt_cache import PromptCache
 from llama_cy.server.rate_window import RateWindow
 from llama_cy.server.task import Task, deliver
@@ -49,6 +49,9 @@ _log = logging.getLogger("llama_cy.server")
 T = TypeVar("T")
 
 
+_DEFAULT_SETTINGS = EngineSettings()
+
+
 class QueueFullError(LlamaError, RuntimeError):
     """Every slot is busy and the waiting queue is full (the server answers 503)."""
 
@@ -58,13 +61,11 @@ class Engine:
     it creates on ``model`` (``context`` holds :class:`~llama_cy.LlamaContext`'s
     keywords; ``n_ctx`` is shared by the slots).
 
-    ``n_predict`` (> 0) caps every request's tokens; ``max_queue`` bounds the requests
-    waiting for a slot and ``queue_timeout`` how long one waits (both end in
-    :class:`QueueFullError`). ``context_shift`` lets a slot that fills its context go on
-    by dropping half of what follows its first ``n_keep`` tokens. ``speculative`` holds
-    :class:`~llama_cy.Speculator` keywords (``types``, ``draft_model``, ``n_max``, ...):
-    speculative decoding for every slot. ``backend_sampling`` samples the jobs that do
-    not say otherwise inside the graph (llama-server's ``-bs``).
+    ``settings`` (:class:`~llama_cy.server.engine_settings.EngineSettings`) say how it
+    queues, caches and runs; a context shift keeps a slot's first ``n_keep`` tokens (by
+    default the BOS, where the model adds one). ``loras`` are the adapters requests may
+    scale. ``speculative`` holds :class:`~llama_cy.Speculator` keywords (``types``,
+    ``draft_model``, ``n_max``, ...): speculative decoding for every slot.
     """
 
     def __init__(
@@ -72,23 +73,10 @@ class Engine:
         model: LlamaModel,
         *,
         slots: int,
-        # The defaults are the flag table's, as llama-server's.
-        n_predict: int = _flag("n_predict"),
-        max_queue: int = _flag("queue_size"),
-        queue_timeout: float | None = _flag("queue_timeout"),
-        context_shift: bool = _flag("context_shift"),
+        settings: EngineSettings = _DEFAULT_SETTINGS,
         n_keep: int | None = None,
-        slot_prompt_similarity: float = _flag("slot_prompt_similarity"),
-        warmup: bool = _flag("warmup"),
         loras: Sequence[LoraAdapter] = (),
         speculative: dict[str, Any] | None = None,
-        backend_sampling: bool = _flag("backend_sampling"),
-        ctx_checkpoints: int = _flag("ctx_checkpoints"),
-        checkpoint_min_step: int = _flag("checkpoint_min_step"),
-        special: bool = _flag("special"),
-        cache_ram: int = _flag("cache_ram"),
-        cache_idle_slots: bool = _flag("cache_idle_slots"),
-        kv_unified_per_slot: int = _flag("kv_unified_per_slot"),
         **context: Any,
     ) -> None:
         if slots < 1:
@@ -111,15 +99,17 @@ class Engine:
             raise
         # As llama-server: a slot never holds more than the model was trained on, nor
         # than --kv-unified-per-slot.
+        self.settings = settings
         self.n_ctx_slot = min(ctx.n_ctx_seq, model.n_ctx_train or ctx.n_ctx_seq)
-        if kv_unified_per_slot > 0:
-            self.n_ctx_slot = min(self.n_ctx_slot, kv_unified_per_slot)
-        self.slot_prompt_similarity = slot_prompt_similarity
+        if settings.kv_unified_per_slot > 0:
+            self.n_ctx_slot = min(self.n_ctx_slot, settings.kv_unified_per_slot)
+        self.slot_prompt_similarity = settings.slot_prompt_similarity
         #: --cache-ram: llama-server's prompt cache in host memory (None: off)
+        cache_ram = settings.cache_ram
         self.prompt_cache = PromptCache(cache_ram, ctx.n_ctx) if cache_ram != 0 else None
-        if cache_idle_slots and self.prompt_cache is None:
+        if settings.cache_idle_slots and self.prompt_cache is None:
             _log.warning("--cache-idle-slots requires --cache-ram, disabling")
-        self.cache_idle_slots = cache_idle_slots and self.prompt_cache is not None
+        self.cache_idle_slots = settings.cache_idle_slots and self.prompt_cache is not None
         self.kv_unified = bool(context.get("kv_unified"))
         if self.cache_idle_slots:  # llama-server's debug lines, which its tests read
             _log.debug("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__")
@@ -130,25 +120,15 @@ class Engine:
         self._slot_lora = [self._lora_active] * ctx.n_seq_max
         self._lora_turn = 0
         keep = n_keep if n_keep is not None else int(model.add_bos)
+        room, spec = self.n_ctx_slot, self.spec
         self.slots = [
-            KVSequence(
-                ctx,
-                i,
-                n_ctx=self.n_ctx_slot,
-                context_shift=context_shift,
-                n_keep=keep,
-                spec=self.spec,
-                backend_sampling=backend_sampling,
-                ctx_checkpoints=ctx_checkpoints,
-                checkpoint_min_step=checkpoint_min_step,
-                special=special,
-            )
+            KVSequence(ctx, i, settings.sequence, n_ctx=room, n_keep=keep, spec=spec)
             for i in range(ctx.n_seq_max)
         ]
         self.tasks: list[Task | None] = [None] * len(self.slots)
-        self.n_predict = n_predict
-        self.max_queue = max_queue
-        self.queue_timeout = queue_timeout
+        self.n_predict = settings.n_predict
+        self.max_queue = settings.max_queue
+        self.queue_timeout = settings.queue_timeout
         self._queue: deque[Task] = deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -172,7 +152,7 @@ class Engine:
         self.n_draft_accepted = 0  #: drafted tokens the model kept
         self.n_draft_steps = 0  #: verifications of a draft
         self.window = RateWindow()  #: throughputs since the last /metrics scrape
-        if warmup:
+        if settings.warmup:
             self._warmup()
 
     def _warmup(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -17,18 +18,32 @@ from llama_cy.sampling import eog_bias
 from llama_cy.speculative import uses_mtp
 
 if TYPE_CHECKING:
+    from llama_cy._mtmd import MtmdContext
     from llama_cy.chat_handlers import MtmdChatHandler
+    from llama_cy.media import MediaSource
 
 _log = logging.getLogger("llama_cy.server")
 
 __all__ = [
     "ServerSettings",
     "fit",
+    "fit_targets",
     "load_keywords",
     "load_model",
     "load_model_draft",
     "mmproj_device",
 ]
+
+
+def fit_targets(value: str) -> tuple[int, ...]:
+    """-fitt's value: MiB per device, separated by , or / (one value: every device)."""
+    try:
+        out = tuple(int(x) for x in re.split(r"[,/]+", value.strip()) if x)
+    except ValueError:
+        raise ValueError(f"--fit-target: expected MiB,... not {value!r}") from None
+    if not out or any(x < 0 for x in out):
+        raise ValueError(f"--fit-target: expected MiB >= 0, not {value!r}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,7 @@ class ServerSettings:
     prefill_assistant: bool = _flag("prefill_assistant")
     skip_chat_parsing: bool = _flag("skip_chat_parsing")
     log_prompts_dir: str | None = _flag("log_prompts_dir")  #: each prompt written to a file
-    ui_mcp_proxy: bool = False
+    ui_mcp_proxy: bool = _flag("ui_mcp_proxy")
     tools: tuple[str, ...] = ()  #: --tools: llama-server's agent tools ("all" or names)
     tools_runtime: str = ""
     mcp_servers_config: str = ""
@@ -89,8 +104,8 @@ class ServerSettings:
     #: -fit: fit -ngl, the split, the MoE weights on the CPU and -c 0 to free memory,
     #: leaving ``fit_target`` MiB free on each device (one value: all), -c at least
     #: ``fit_ctx``
-    fit: bool = True
-    fit_target: tuple[int, ...] = (1024,)
+    fit: bool = _flag("fit") == "on"
+    fit_target: tuple[int, ...] = fit_targets(_flag("fit_target"))
     fit_ctx: int = _flag("fit_ctx")
     lora: tuple[tuple[str, float], ...] = ()
     lora_init_without_apply: bool = _flag("lora_init_without_apply")
@@ -203,14 +218,14 @@ class ServerSettings:
     def unified(self) -> bool:
         return self.kv_unified if self.kv_unified is not None else self.parallel < 0
 
-    def preparer(self, model: LlamaModel) -> Preparer:
-        """How this server prepares requests: llama-server's defaults and template."""
-        preparer = self._preparer(model)
-        preparer.prefill_assistant = self.prefill_assistant
-        preparer.force_pure_content = self.skip_chat_parsing
-        return preparer
-
-    def _preparer(self, model: LlamaModel) -> Preparer:
+    def preparer(
+        self,
+        model: LlamaModel,
+        mtmd: MtmdContext | None = None,
+        media_source: MediaSource | None = None,
+    ) -> Preparer:
+        """How this server prepares requests: llama-server's defaults and template, and
+        the projector (``mtmd``) and media places of its multimodal prompts."""
         kwargs = dict(self.chat_template_kwargs)
         if self.reasoning != "auto":
             kwargs.setdefault("enable_thinking", self.reasoning == "on")
@@ -229,6 +244,10 @@ class ServerSettings:
             profile="server",
             seed=self.seed,
             overrides=self._sampling(model),
+            prefill_assistant=self.prefill_assistant,
+            force_pure_content=self.skip_chat_parsing,
+            mtmd=mtmd,
+            media_source=media_source,
         )
 
     def _sampling(self, model: LlamaModel) -> dict[str, Any]:

@@ -16,12 +16,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from llama_cy import LlamaError
+
 from .serve_args import (
     MODEL_SETTINGS,
     SERVER_SETTINGS,
-    adjust,
     defaults,
     from_environment,
+    llama_cy_settings,
     read_config,
     serve_argv,
 )
@@ -81,15 +83,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             given = from_environment(args)
             server = {k: given[k] for k in SERVER_SETTINGS}
             model = {k: given[k] for k in MODEL_SETTINGS}
-        flags = serve_argv(server, model)
-        change = adjust(server, model)
+        settings = llama_cy_settings(server, model)
     except ValueError as e:
         print(e, file=sys.stderr)
         parser.print_help()
         return 1
-    from llama_cy.cli import main as llama_cy_main
+    except (LlamaError, OSError) as e:  # the model, read by -fit
+        print(f"python -m llama_cpp.server: {e}", file=sys.stderr)
+        return 1
+    from llama_cy.server import serve
 
-    return llama_cy_main(["serve", *flags], adjust=change)
+    s = {**defaults(), **{k: v for k, v in server.items() if v is not None}}
+    try:
+        serve(
+            settings,
+            s["host"],
+            s["port"],
+            ssl_keyfile=s["ssl_keyfile"],
+            ssl_certfile=s["ssl_certfile"],
+        )
+    except KeyboardInterrupt:
+        return 130
+    except (LlamaError, OSError, ValueError) as e:
+        print(f"python -m llama_cpp.server: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

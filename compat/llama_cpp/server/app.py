@@ -18,7 +18,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .serve_args import MODEL_SETTINGS, SERVER_SETTINGS, adjust, serve_argv
+from .serve_args import MODEL_SETTINGS, SERVER_SETTINGS, llama_cy_settings
 from .settings import ConfigFileSettings, ModelSettings, ServerSettings, Settings
 
 __all__ = ["create_app"]
@@ -50,9 +50,16 @@ def create_app(
         from .swap import create_app as swapping_app
 
         return swapping_app(Swapper.from_settings(server, models))
-    from llama_cy.cli.serve import asgi_app
+    from llama_cy.server import create_app as served_app
+    from llama_cy.server import load_model
 
-    app = asgi_app(serve_argv(server, models[0]), adjust(server, models[0]))
+    served = llama_cy_settings(server, models[0])
+    model = load_model(served)
+    try:
+        app = served_app(model, served, owns_model=True)
+    except BaseException:
+        model.close()
+        raise
     app.add_middleware(_StartAtFirstRequest, outer=app)
     return app
 

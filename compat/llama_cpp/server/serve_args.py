@@ -24,6 +24,7 @@ __all__ = [
     "chat_handler",
     "defaults",
     "from_environment",
+    "llama_cy_settings",
     "read_config",
     "serve_argv",
     "settings_argv",
@@ -286,6 +287,24 @@ def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     if s["verbose"]:
         argv.append("--verbose")
     return argv
+
+
+def llama_cy_settings(server: dict[str, Any], model: dict[str, Any]) -> Any:
+    """llama-cy's ``ServerSettings`` for these settings: their llama-server flags
+    (:func:`serve_argv`) as llama-cy serve reads them, changed by :func:`adjust`, fitted
+    to the devices (-fit). As the command does at start, ``numa`` is set for the process,
+    and ``verbose`` shows llama.cpp's log on stderr."""
+    import llama_cy
+    from llama_cy.server import fit, settings_from_flags
+
+    settings = settings_from_flags(serve_argv(server, model))
+    s = {**defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    if s["numa"]:
+        strategy = 1 if s["numa"] is True else s["numa"]
+        llama_cy.numa_init(enum_name("GGML_NUMA_STRATEGY_", strategy, "numa"))
+    if s["verbose"]:
+        llama_cy.enable_verbose_log()
+    return fit(adjust(server, model)(settings))
 
 
 #: chat_format -> the name of the vision chat handler (llama_cpp.llama_chat_format) that

@@ -1,7 +1,8 @@
-"""``llama-cy serve``'s parsed flags as :class:`~llama_cy.server.ServerSettings`: llama-server's
-value syntaxes (``-l TOKEN+BIAS``, ``--override-kv KEY=TYPE:VALUE``, ``--lora-scaled
-FNAME:SCALE``, ...) and how its flags combine (``--agent``, the speculative types, the
-draft model's context)."""
+"""llama-server's flags as :class:`~llama_cy.server.ServerSettings`
+(:func:`settings_from_flags`, what ``llama-cy serve`` serves): its value syntaxes (``-l
+TOKEN+BIAS``, ``--override-kv KEY=TYPE:VALUE``, ``--lora-scaled FNAME:SCALE``, ...), how
+its flags combine (``--agent``, the speculative types, the draft model's context), and
+the flags refused here, each with its reason."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from llama_cy.cli.common import (
+from llama_cy.flags import REFUSED, add_flags, flags_for, from_fields, llama_server_argv
+from llama_cy.flags.parser import reverse_prompts, sampling_values
+from llama_cy.flags.presets import expand_presets
+from llama_cy.flags.values import (
     chat_template,
     cpu_params,
     flash,
@@ -23,10 +27,59 @@ from llama_cy.cli.common import (
     tensor_overrides,
     threads,
 )
-from llama_cy.flags.parser import reverse_prompts, sampling_values
-from llama_cy.server.settings import ServerSettings
+from llama_cy.server.settings import ServerSettings, fit_targets
 
-__all__ = ["settings_from_args"]
+__all__ = ["parse", "refused", "settings_from_args", "settings_from_flags"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """llama-server's flags as ``llama-cy serve`` reads them: its spellings (``--a_b`` is
+    ``--a-b``), the preset flags expanded, its ``LLAMA_ARG_*`` variables; ``args.argv``
+    is what was given. ValueError for a flag that llama-server does not have."""
+    argv = expand_presets(llama_server_argv(argv))
+    parser = _Parser(prog="llama-cy serve", add_help=False)
+    add_flags(parser, "serve")
+    args = parser.parse_args(argv)
+    args.argv = argv
+    return args
+
+
+def refused(args: argparse.Namespace, argv: Sequence[str]) -> str | None:
+    """Why the first refused flag given (on the command line or through its environment
+    variable), or a refused value of a used one, cannot be served; None if none is."""
+    given = {a.split("=", 1)[0] for a in llama_server_argv(argv) if a.startswith("-")}
+    for flag in flags_for("serve"):
+        if flag.status != REFUSED:
+            continue
+        spelled = [n for n in (*flag.names, *flag.negative) if n in given]
+        if spelled:
+            return f"{spelled[0]} is not supported: {flag.note}"
+        if flag.env and flag.env in os.environ:
+            return f"${flag.env} ({flag.name}) is not supported: {flag.note}"
+    if not args.cont_batching:
+        return "--no-cont-batching is not supported: the engine always batches its slots together"
+    return None
+
+
+def settings_from_flags(argv: Sequence[str], model: str | None = None) -> ServerSettings:
+    """The settings ``llama-cy serve ARGV`` serves a model with (before -fit: see
+    :func:`~llama_cy.server.settings.fit`): llama-server's flags, and the model file
+    (``model``, else ``-m``'s). ValueError for a flag refused here (with the reason), or
+    unknown, or no model. The process-wide flags (the log's, ``--numa``, ``--prio``) and
+    the listening ones (``--host``, ``--port``, TLS) are the caller's."""
+    args = parse(argv)
+    why = refused(args, args.argv)
+    if why is not None:
+        raise ValueError(why)
+    path = model if model is not None else args.model
+    if path is None:
+        raise ValueError("no model: give -m MODEL.gguf")
+    return settings_from_args(args, path)
 
 
 def _logit_bias(items: Sequence[str] | None) -> dict[int, float]:
@@ -223,14 +276,10 @@ def _prompts_dir(path: str | None) -> str | None:
 
 
 def _fit_target(value: str) -> tuple[int, ...]:
-    """-fitt: MiB per device, separated by , or / (one value: every device)."""
     try:
-        out = tuple(int(x) for x in re.split(r"[,/]+", value.strip()) if x)
-    except ValueError:
-        raise SystemExit(f"llama-cy serve: --fit-target: expected MiB,... not {value!r}") from None
-    if not out or any(x < 0 for x in out):
-        raise SystemExit(f"llama-cy serve: --fit-target: expected MiB >= 0, not {value!r}")
-    return out
+        return fit_targets(value)
+    except ValueError as e:
+        raise SystemExit(f"llama-cy serve: {e}") from None
 
 
 def _ctx_size(args: argparse.Namespace) -> int:
@@ -294,81 +343,40 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
         "devices": devices,
         "use_extra_bufts": args.repack,
     }
-    return ServerSettings(
+    # Each setting named as its flag's dest comes from it (from_fields); these are the
+    # ones read otherwise.
+    return from_fields(
+        ServerSettings,
+        vars(args),
         model=model,
         aliases=split(args.alias),
         tags=split(args.tags),
         ctx_size=_ctx_size(args),
         fit=args.fit == "on",
-        cache_reuse=args.cache_reuse,
         fit_target=_fit_target(args.fit_target),
-        fit_ctx=args.fit_ctx,
-        kv_unified_per_slot=args.kv_unified_per_slot,
-        parallel=args.parallel,
-        kv_unified=args.kv_unified,
-        n_predict=args.n_predict,
         threads=threads(args.threads),
         threads_batch=threads(args.threads_batch),
-        n_gpu_layers=args.n_gpu_layers,
-        batch_size=args.batch_size,
-        ubatch_size=args.ubatch_size,
         flash_attn=flash(args.flash_attn),
         api_keys=_api_keys(args),
-        embeddings=args.embeddings,
-        reranking=args.reranking,
-        embd_normalize=args.embd_normalize,
-        pooling=args.pooling,
-        seed=args.seed,
         **chat_template(args),  # what run and chat take too, read the same way
-        reasoning=args.reasoning,
         reasoning_effort=None if args.reasoning_effort == "default" else args.reasoning_effort,
-        reasoning_preserve=args.reasoning_preserve,
-        metrics=args.metrics,
         slots_endpoint=args.slots,
-        slot_save_path=args.slot_save_path,
         props_endpoint=args.props,
-        spm_infill=args.spm_infill,
-        prefill_assistant=args.prefill_assistant,
-        skip_chat_parsing=args.skip_chat_parsing,
         log_prompts_dir=_prompts_dir(args.log_prompts_dir),
         ui_mcp_proxy=bool(args.ui_mcp_proxy) if args.agent is None else args.agent,
         tools=tools,
         tools_runtime=args.tools_runtime or "",
         mcp_servers_config=args.mcp_servers_config or "",
         mcp_servers_json=args.mcp_servers_json or "",
-        sleep_idle_seconds=args.sleep_idle_seconds,
         lora=_loras(args.lora, args.lora_scaled),
-        lora_init_without_apply=args.lora_init_without_apply,
-        cache_prompt=args.cache_prompt,
-        timeout=args.timeout,
-        queue_timeout=args.queue_timeout,
         max_queue=args.queue_size,
-        rpc=args.rpc,
-        context_shift=args.context_shift,
-        backend_sampling=args.backend_sampling,
-        keep=args.keep,
-        warmup=args.warmup,
-        verbose=args.verbose,
-        ui=args.ui,
         ui_settings=_ui_settings(args),
         api_prefix=args.api_prefix.rstrip("/"),
         cors_origins=cors_origins,
-        cors_methods=args.cors_methods,
-        cors_headers=args.cors_headers,
-        cors_credentials=args.cors_credentials,
-        sse_ping_interval=args.sse_ping_interval,
-        slot_prompt_similarity=args.slot_prompt_similarity,
-        ctx_checkpoints=args.ctx_checkpoints,
-        special=args.special,
-        cache_ram=args.cache_ram,
-        cache_idle_slots=args.cache_idle_slots,
-        checkpoint_min_step=args.checkpoint_min_step,
         sampling=sampling,
         context={k: v for k, v in context.items() if v is not None},
         load=load,
         speculative=_speculative(args),
-        model_draft=args.model_draft,
-        n_gpu_layers_draft=args.n_gpu_layers_draft,
         load_draft={
             "tensor_overrides": tensor_overrides(args.tensor_overrides_draft),
             # -devd, else -dev's (common_base_params_to_speculative)
@@ -378,20 +386,10 @@ def settings_from_args(args: argparse.Namespace, model: str) -> ServerSettings:
             if args.device_draft == "none"
             else list(split(args.device_draft)),
         },
-        ignore_eos=args.ignore_eos,
         reverse_prompt=tuple(reverse_prompts(args)),
         control_vectors=_control_vectors(args.control_vector, args.control_vector_scaled),
         control_vector_layer_range=(
             tuple(args.control_vector_layer_range) if args.control_vector_layer_range else None
         ),
-        mmproj=args.mmproj,
-        mmproj_offload=args.mmproj_offload,
         mmproj_device=_mmproj_device(args.mmproj_device),
-        image_min_tokens=args.image_min_tokens,
-        image_max_tokens=args.image_max_tokens,
-        mtmd_batch_max_tokens=args.mtmd_batch_max_tokens,
-        video_fps=args.video_fps,
-        video_timestamp_interval=args.video_timestamp_interval,
-        video_ffmpeg_dir=args.video_ffmpeg_dir,
-        media_path=args.media_path,
     )
