@@ -501,26 +501,30 @@ cdef class LlamaSampler(Handle):
                 raise MemoryError()
             self._cur_cap = n
         cdef llama_token_data_array cur_p
-        with nogil:
-            for i in range(n):
-                self._cur[i].id = ids[i] if ids != NULL else i
-                self._cur[i].logit = logits[i]
-                self._cur[i].p = probs[i] if probs != NULL else 0.0
-            cur_p.data = self._cur
-            cur_p.size = n
-            cur_p.selected = -1
-            cur_p.sorted = False
-            if first is not None:
-                _apply(first.ptr, &cur_p)
-        if self._python:
+        cdef c.llama_sampler *before = first.ptr if first is not None else NULL
+        # Without Python samplers the whole chain runs in the one GIL release that fills
+        # the array: each release hands the GIL to another thread (a server's event loop)
+        # and waits to get it back.
+        cdef bint native = not self._python
+        try:
+            with nogil:
+                for i in range(n):
+                    self._cur[i].id = ids[i] if ids != NULL else i
+                    self._cur[i].logit = logits[i]
+                    self._cur[i].p = probs[i] if probs != NULL else 0.0
+                cur_p.data = self._cur
+                cur_p.size = n
+                cur_p.selected = -1
+                cur_p.sorted = False
+                if before != NULL:
+                    _apply(before, &cur_p)
+                if native:
+                    _apply(self.ptr, &cur_p)
+        except (IndexError, RuntimeError) as exc:
+            _raise_mapped(exc)
+        if not native:
             _apply_checked(self.ptr, &cur_p)
             self._raise_pending()
-        else:
-            try:
-                with nogil:
-                    _apply(self.ptr, &cur_p)
-            except (IndexError, RuntimeError) as exc:
-                _raise_mapped(exc)
         if cur_p.selected < 0 or <size_t>cur_p.selected >= cur_p.size:
             raise LlamaError(f"sampler {self.name!r} selected no token: end the chain with "
                              "greedy(), dist(), mirostat() or mirostat_v2()")
