@@ -2,7 +2,7 @@ from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int32_t
 
 from llama_cy._c.ggml cimport ggml_abort_callback, ggml_threadpool_t
-from llama_cy._c.llama cimport llama_context, llama_context_params, llama_memory_t
+from llama_cy._c.llama cimport llama_context, llama_memory_t
 from llama_cy._batch cimport LlamaBatch
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner
@@ -77,18 +77,3 @@ cdef class LlamaContext(ViewOwner):
     cdef int _check_output(self, int32_t i) except -1
     cdef int _check_sampled(self) except -1
     cdef object _sampled_floats(self, int32_t i, bint probs)
-
-
-# A thread count checked against ggml's limits and capped at the CPUs this process may use
-# (for every compute that takes one: contexts and the multimodal projector).
-cdef int _check_threads(str name, n) except -1
-
-
-# The llama_context_params of LlamaContext's arguments (shared with llama_cy._fit).
-cdef llama_context_params _context_params(
-    n_ctx, n_batch, n_ubatch, n_seq_max, n_threads, n_threads_batch, rope_scaling_type,
-    pooling_type, attention_type, flash_attn, rope_freq_base, rope_freq_scale, yarn_ext_factor,
-    yarn_attn_factor, yarn_beta_fast, yarn_beta_slow, yarn_orig_ctx, type_k, type_v,
-    bint embeddings, offload_kqv, swa_full, kv_unified, bint no_perf, op_offload, n_outputs_max,
-    n_outputs_max_per_seq,
-) except *

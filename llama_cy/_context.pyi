@@ -23,9 +23,6 @@ _Address = int | ctypes.c_void_p | ctypes._Pointer[Any] | ctypes.Array[Any]
 STATE_SEQ_FLAGS_PARTIAL_ONLY: int
 STATE_SEQ_FLAGS_ON_DEVICE: int
 
-#: the KV cache types llama.cpp's tools accept (``-ctk``, ``-ctv``, ``type_k``, ``type_v``)
-KV_CACHE_TYPES: tuple[str, ...]
-
 @disjoint_base
 class LlamaContext(ViewOwner):
     """Inference state on a model: KV cache, output buffers, threads."""

@@ -11,7 +11,7 @@ from libc.stdlib cimport calloc, free
 
 from llama_cy._c cimport llama as c
 from llama_cy._c.ggml_backend cimport ggml_backend_buft_name
-from llama_cy._context cimport _context_params
+from llama_cy._context_params cimport _context_params
 from llama_cy._model cimport _LoadBuffers, _model_params
 
 import os

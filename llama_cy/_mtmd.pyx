@@ -30,7 +30,8 @@ from llama_cy._c cimport mtmd as m
 from llama_cy._c cimport mtmd_helper as mh
 from llama_cy._backend cimport Device, _log_callback, _log_silent
 from llama_cy._batch cimport LlamaBatch
-from llama_cy._context cimport LlamaContext, _check_threads
+from llama_cy._context cimport LlamaContext
+from llama_cy._context_params cimport _check_threads
 from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner, array_view

@@ -13,7 +13,7 @@ settings.
 
 from __future__ import annotations
 
-from llama_cy._context import KV_CACHE_TYPES
+from llama_cy._context_params import KV_CACHE_TYPES
 from llama_cy.flags.flag import (
     GENERATE,
     LOAD,
