@@ -78,11 +78,9 @@ class KVSequence:
     __slots__ = (
         "_added",
         "_first_row",
-        "backend_sampling",
         "cache",
         "chain",
         "checkpoints",
-        "context_shift",
         "ctx",
         "draft",
         "draft_q",
@@ -103,7 +101,6 @@ class KVSequence:
         "rows",
         "settings",
         "spec",
-        "special",
         "t_prompt",
         "t_start",
         "token",
@@ -122,12 +119,9 @@ class KVSequence:
     ) -> None:
         self.ctx = ctx
         self.settings = settings
-        self.special = settings.special
-        self.backend_sampling = settings.backend_sampling
         self.model = ctx.model
         self.id = id
         self.n_ctx = n_ctx if n_ctx is not None else ctx.n_ctx_seq
-        self.context_shift = settings.context_shift
         self.n_keep = n_keep
         #: Tokens whose keys and values are in this sequence of the KV cache, in order.
         self.cache: list[int] = []
@@ -225,7 +219,9 @@ class KVSequence:
             max_tokens,
             job.n_logprobs,
             len(prompt),
-            None if self.special else preserved_tokens(self.model, job.chat) | job.preserved,
+            None
+            if self.settings.special
+            else preserved_tokens(self.model, job.chat) | job.preserved,
             n_indent=job.n_indent,
             t_max_predict_ms=job.t_max_predict_ms,
         )
@@ -251,7 +247,9 @@ class KVSequence:
         asks for it and can have it, else leave none of an earlier job's attached. As
         llama.cpp's common sampler and llama-server, the job falls back to the CPU chain
         with a warning where the graph cannot do its sampling."""
-        want = self.backend_sampling if job.backend_sampling is None else job.backend_sampling
+        want = job.backend_sampling
+        if want is None:
+            want = self.settings.backend_sampling
         reason = backend_sampling_blocker(job, grammar, self.spec) if want else None
         if reason is not None:
             _log.warning("backend sampling is not compatible with %s, disabling", reason)
@@ -589,7 +587,7 @@ class KVSequence:
     def _shift(self) -> bool:
         """Context shift (:mod:`llama_cy.context_shift`): make room by dropping tokens
         after the first ``n_keep``; False where it cannot be done."""
-        if not self.context_shift or not self.ctx.can_shift:
+        if not self.settings.context_shift or not self.ctx.can_shift:
             return False
         if self.spec is not None and not self.spec.can_shift:
             return False

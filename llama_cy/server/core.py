@@ -145,7 +145,13 @@ class Server:
                 media_marker=media_marker(),
             )
             media_source = MediaSource(media_path=settings.media_path)
-        self.preparer = settings.preparer(model, self.mtmd, media_source)
+        try:
+            self.preparer = settings.preparer(model, self.mtmd, media_source)
+        except BaseException:  # a bad chat template, found after the projector loaded
+            if self.mtmd is not None:
+                self.mtmd.close()
+                self.mtmd = None
+            raise
         #: --lora adapters, and the scales a request without ``lora`` runs with
         self.loras = [LoraAdapter(model, path) for path, _ in settings.lora]
         if settings.embeddings or settings.reranking:

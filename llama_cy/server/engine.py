@@ -103,7 +103,6 @@ class Engine:
         self.n_ctx_slot = min(ctx.n_ctx_seq, model.n_ctx_train or ctx.n_ctx_seq)
         if settings.kv_unified_per_slot > 0:
             self.n_ctx_slot = min(self.n_ctx_slot, settings.kv_unified_per_slot)
-        self.slot_prompt_similarity = settings.slot_prompt_similarity
         #: --cache-ram: llama-server's prompt cache in host memory (None: off)
         cache_ram = settings.cache_ram
         self.prompt_cache = PromptCache(cache_ram, ctx.n_ctx) if cache_ram != 0 else None
@@ -126,9 +125,6 @@ class Engine:
             for i in range(ctx.n_seq_max)
         ]
         self.tasks: list[Task | None] = [None] * len(self.slots)
-        self.n_predict = settings.n_predict
-        self.max_queue = settings.max_queue
-        self.queue_timeout = settings.queue_timeout
         self._queue: deque[Task] = deque()
         self._cond = threading.Condition()
         self._stopping = False
@@ -253,7 +249,7 @@ class Engine:
         with self._cond:
             if self._stopping or not self._thread.is_alive():
                 raise LlamaError("the server's engine is not running")
-            if len(self._queue) + len(built) > self.max_queue:
+            if len(self._queue) + len(built) > self.settings.max_queue:
                 raise QueueFullError(f"{len(self._queue)} requests are waiting for a slot")
             tasks = []
             for job, samplers in built:
@@ -385,10 +381,11 @@ class Engine:
                     task = self.tasks[s.id]
                     if task is not None and task.cancelled:
                         self._free(s)
-                if self.queue_timeout is not None:
+                timeout = self.settings.queue_timeout
+                if timeout is not None:
                     now = time.perf_counter()
-                    while self._queue and now - self._queue[0].created > self.queue_timeout:
-                        error = QueueFullError(f"no slot became free in {self.queue_timeout:g} s")
+                    while self._queue and now - self._queue[0].created > timeout:
+                        error = QueueFullError(f"no slot became free in {timeout:g} s")
                         self._outbox.append((self._queue.popleft(), error))
                     self._flush()
                 i = 0
@@ -429,14 +426,14 @@ class Engine:
             return self.slots[task.id_slot] if self.tasks[task.id_slot] is None else None
         idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
-        if self.slot_prompt_similarity > 0.0:
+        if self.settings.slot_prompt_similarity > 0.0:
             # Ties go to the lowest id, as in llama-server: a step's sequences stay close
             # together, and its attention spans the KV streams from its lowest sequence to
             # its highest (a step over slots 3 and 60 reads 58 slots' caches).
             best, n_best = None, 0
             for s in idle:
                 n = common_prefix(s.cache, prompt)
-                if n > n_best and n / len(prompt) > self.slot_prompt_similarity:
+                if n > n_best and n / len(prompt) > self.settings.slot_prompt_similarity:
                     best, n_best = s, n
             if best is not None:
                 if n_best / len(best.cache) < 0.5:
@@ -482,7 +479,7 @@ class Engine:
             task.samplers,
             cache_prompt=task.cache_prompt,
             cache_reuse=task.cache_reuse,
-            limit=self.n_predict,
+            limit=self.settings.n_predict,
         )
         self.tasks[slot.id] = task
         task.slot = slot.id

@@ -21,8 +21,8 @@ from llama_cy import LlamaError
 from .serve_args import (
     MODEL_SETTINGS,
     SERVER_SETTINGS,
-    defaults,
     from_environment,
+    given,
     llama_cy_settings,
     read_config,
     serve_argv,
@@ -51,7 +51,7 @@ def _serve_several(server: dict[str, Any], models: list[dict[str, Any]]) -> int:
 
     from .swap import Swapper, create_app
 
-    s = {**defaults(), **{k: v for k, v in server.items() if v is not None}}
+    s = given(server)
     swapper = Swapper.from_settings(server, models)
     try:
         uvicorn.run(
@@ -80,9 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _serve_several(server, models)
             model = models[0]
         else:
-            given = from_environment(args)
-            server = {k: given[k] for k in SERVER_SETTINGS}
-            model = {k: given[k] for k in MODEL_SETTINGS}
+            read = from_environment(args)
+            server = {k: read[k] for k in SERVER_SETTINGS}
+            model = {k: read[k] for k in MODEL_SETTINGS}
         settings = llama_cy_settings(server, model)
     except ValueError as e:
         print(e, file=sys.stderr)
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from llama_cy.server import serve
 
-    s = {**defaults(), **{k: v for k, v in server.items() if v is not None}}
+    s = given(server)
     try:
         serve(
             settings,

@@ -24,6 +24,7 @@ __all__ = [
     "chat_handler",
     "defaults",
     "from_environment",
+    "given",
     "llama_cy_settings",
     "read_config",
     "serve_argv",
@@ -157,6 +158,14 @@ def defaults() -> dict[str, Any]:
     return {k: d for k, (_, d, _) in {**MODEL_SETTINGS, **SERVER_SETTINGS}.items()}
 
 
+def given(*settings: dict[str, Any]) -> dict[str, Any]:
+    """Every setting: those of ``settings`` that are not None, the defaults for the rest."""
+    out = defaults()
+    for part in settings:
+        out.update((k, v) for k, v in part.items() if v is not None)
+    return out
+
+
 def from_environment(given: dict[str, Any]) -> dict[str, Any]:
     """Unset settings from the environment, as pydantic-settings reads them."""
     out = dict(given)
@@ -192,7 +201,7 @@ def read_config(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def serve_argv(server: dict[str, Any], model: dict[str, Any]) -> list[str]:
     """The ``llama-cy serve`` arguments for llama-cpp-python's settings."""
     unset = defaults()
-    s = {**unset, **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    s = given(server, model)
     _check_bounds(s)
     for name, why in _REFUSED.items():
         if s[name] != unset[name]:
@@ -298,7 +307,7 @@ def llama_cy_settings(server: dict[str, Any], model: dict[str, Any]) -> Any:
     from llama_cy.server import fit, settings_from_flags
 
     settings = settings_from_flags(serve_argv(server, model))
-    s = {**defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    s = given(server, model)
     if s["numa"]:
         strategy = 1 if s["numa"] is True else s["numa"]
         llama_cy.numa_init(enum_name("GGML_NUMA_STRATEGY_", strategy, "numa"))
@@ -345,7 +354,7 @@ def chat_handler(server: dict[str, Any], model: dict[str, Any]) -> Any:
     """The vision chat handler that llama-cpp-python's server builds for these settings
     (its projector ``clip_model_path``, a file of ``hf_model_repo_id`` if given), or None
     for a chat_format that is no vision format."""
-    s = {**defaults(), **{k: v for k, v in {**server, **model}.items() if v is not None}}
+    s = given(server, model)
     name = VISION_FORMATS.get(s["chat_format"] or "")
     if name is None:
         return None
