@@ -289,25 +289,41 @@ print(argv[argv.index("-m") + 1])
 def test_a_config_file_with_several_models_swaps_them(
     tiny_model_path: Path, tiny_bert_path: Path, tmp_path: Path
 ) -> None:
-    """One model loaded at a time, swapped by the request's "model" (an unknown name is
-    the first model), as llama-cpp-python's server does."""
+    """One model loaded at a time, swapped by the request's "model" (an unknown or missing
+    name is the first model), as llama-cpp-python's server does; a model whose child
+    cannot start fails its request, and the others still serve."""
     port = free_port()
     config = tmp_path / "two.json"
     models = [
         {"model": str(tiny_model_path), "model_alias": "chat", "n_ctx": 128},
         {"model": str(tiny_bert_path), "model_alias": "embed", "embedding": True},
+        {"model": str(tmp_path / "missing.gguf"), "model_alias": "gone"},
     ]
     config.write_text(json.dumps({"host": "127.0.0.1", "port": port, "models": models}))
     proc, port = start_module("--config_file", str(config), port=port)
+
+    def running() -> list[str]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/models", timeout=10) as r:
+            data = json.loads(r.read())["data"]
+        return [m["id"] for m in data if m["status"]["value"] in ("loading", "loaded")]
+
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=10) as r:
-            assert [m["id"] for m in json.loads(r.read())["data"]] == ["chat", "embed"]
+            assert [m["id"] for m in json.loads(r.read())["data"]] == ["chat", "embed", "gone"]
         out = post(port, "/v1/completions", {"model": "chat", "prompt": "Hi", "max_tokens": 2})
         assert out["usage"]["completion_tokens"] == 2
+        assert running() == ["chat"]
         emb = post(port, "/v1/embeddings", {"model": "embed", "input": "hello"})
         assert len(emb["data"][0]["embedding"]) == 64
+        assert running() == ["embed"]
         out = post(port, "/v1/completions", {"model": "nope", "prompt": "Hi", "max_tokens": 2})
         assert out["model"] == "chat"
+        out = post(port, "/v1/completions", {"prompt": "Hi", "max_tokens": 2})
+        assert out["usage"]["completion_tokens"] == 2
+        assert running() == ["chat"]
+        with pytest.raises(urllib.error.HTTPError) as failed:
+            post(port, "/v1/completions", {"model": "gone", "prompt": "Hi", "max_tokens": 2})
+        assert failed.value.code >= 400
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/v1/completions",
             data=json.dumps(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llama_cy.server.app import create_app
+    from llama_cy.server.app import create_app, create_router_app
     from llama_cy.server.core import Server
     from llama_cy.server.engine import Engine, QueueFullError
     from llama_cy.server.flag_settings import settings_from_flags
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Server": "core",
     "create_app": "app",
+    "create_router_app": "app",
+    "Router": "router",
     "Engine": "engine",
     "QueueFullError": "engine",
     "ServerSettings": "settings",
@@ -49,9 +51,11 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Engine",
     "QueueFullError",
+    "Router",
     "Server",
     "ServerSettings",
     "create_app",
+    "create_router_app",
     "fit",
     "load_model",
     "serve",

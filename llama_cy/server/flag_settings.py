@@ -69,9 +69,10 @@ def refused(args: argparse.Namespace, argv: Sequence[str]) -> str | None:
 def settings_from_flags(argv: Sequence[str], model: str | None = None) -> ServerSettings:
     """The settings ``llama-cy serve ARGV`` serves a model with (before -fit: see
     :func:`~llama_cy.server.settings.fit`): llama-server's flags, and the model file
-    (``model``, else ``-m``'s). ValueError for a flag refused here (with the reason), or
-    unknown, or no model. The process-wide flags (the log's, ``--numa``, ``--prio``) and
-    the listening ones (``--host``, ``--port``, TLS) are the caller's."""
+    (``model``, else ``-m``'s; ``""`` for a router's, which has none). ValueError for a
+    flag refused here (with the reason), or unknown, or no model. The process-wide flags
+    (the log's, ``--numa``, ``--prio``) and the listening ones (``--host``, ``--port``,
+    TLS) are the caller's."""
     args = parse(argv)
     why = refused(args, args.argv)
     if why is not None:

@@ -10,6 +10,10 @@ of its own, and forwards each request to the child its ``"model"`` names.
   recently used, is stopped for it. A busy child is never stopped under a request.
 - Children report their state on stdout and stop when told so on stdin, as
   llama-server's do (:mod:`.child`). Every change is broadcast to ``/models/sse``.
+- For a server of another shape on the same machinery (llama-cpp-python's several-model
+  server, in compat): ``command`` starts each child its own way, ``default_model`` takes
+  a request that names no known model, and ``cached_models=False`` leaves the Hugging
+  Face cache out of the list.
 """
 
 from __future__ import annotations
@@ -85,6 +89,9 @@ class Router:
         router_port: int = 0,
         extra: dict[str, Preset] | None = None,
         hf_token: str = "",
+        command: Callable[[Model], list[str]] | None = None,
+        default_model: str | None = None,
+        cached_models: bool = True,
     ) -> None:
         self.base = base.copy()
         self.base.unset(*RESERVED, *MODEL_ARGS, "log_file")
@@ -94,6 +101,12 @@ class Router:
         self.router_port = router_port
         self.hf_token = hf_token  # for POST /models's look at the Hub
         self.extra = extra or {}  # the demo model, beside the folder and the presets
+        #: how a model's child starts (its port is ``Model.port``); None: llama-cy serve
+        #: over the model's preset
+        self.command = command
+        #: the model of a request that names none or an unknown one; None: refused
+        self.default_model = default_model
+        self.cached_models = cached_models  # the Hugging Face cache's models are listed
         self.models: dict[str, Model] = {}
         self.queue: list[_Waiting] = []
         self.listeners: set[asyncio.Queue[dict[str, Any]]] = set()
@@ -142,7 +155,9 @@ class Router:
             local = load_from_models_dir(self.models_dir)
         if self.models_preset:
             glob, custom = load_from_ini(self.models_preset)
-        cached = {n: Preset(n, {"hf_repo": n}) for n in hf_cache.list_cached_models()}
+        cached: dict[str, Preset] = {}
+        if self.cached_models:
+            cached = {n: Preset(n, {"hf_repo": n}) for n in hf_cache.list_cached_models()}
         final: dict[str, Preset] = {}
         source: dict[str, str] = {}
         for group, kind in ((cached, "cache"), (self.extra, "preset"), (local, "models_dir")):
@@ -177,6 +192,10 @@ class Router:
         return m
 
     def _args(self, m: Model) -> list[str]:
+        return self._serve_args(m) if self.command is None else self.command(m)
+
+    def _serve_args(self, m: Model) -> list[str]:
+        """llama-cy serve over ``m``'s preset (a download worker's command too)."""
         p = m.preset.copy()
         p.unset(*RESERVED)
         p.options.update({"host": CHILD_ADDR, "port": str(m.port), "alias": m.name})
@@ -255,6 +274,13 @@ class Router:
             return self.models[name]
         return next((m for m in self.models.values() if name in m.aliases), None)
 
+    def route(self, name: str) -> Model | None:
+        """The model a request for ``name`` goes to: that one, else the default model."""
+        m = self.get(name) if name else None
+        if m is None and self.default_model is not None:
+            m = self.get(self.default_model)
+        return m
+
     # ---- children ------------------------------------------------------------------
 
     def _running(self) -> int:
@@ -269,7 +295,7 @@ class Router:
         m = Model(name, "cache", Preset(name), status="downloading")
         self.models[name] = m
         m.port = _free_port()
-        m.args = self._args(m)
+        m.args = self._serve_args(m)
         env = {
             **os.environ,
             "LLAMA_SERVER_ROUTER_PORT": str(self.router_port),

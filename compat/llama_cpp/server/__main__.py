@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_cy import LlamaError
+from llama_cy.server.child import ChildLink
 
 from .serve_args import (
     MODEL_SETTINGS,
@@ -47,30 +48,33 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve_several(server: dict[str, Any], models: list[dict[str, Any]]) -> int:
     """A config file's models, one loaded at a time, as llama-cpp-python's server."""
-    import uvicorn
+    from llama_cy.server import serve_router
 
-    from .swap import Swapper, create_app
+    from .several import router, router_settings
 
     s = given(server)
-    swapper = Swapper.from_settings(server, models)
     try:
-        uvicorn.run(
-            create_app(swapper),
-            host=s["host"],
-            port=s["port"],
+        serve_router(
+            router(server, models),
+            router_settings(server),
+            s["host"],
+            s["port"],
             ssl_keyfile=s["ssl_keyfile"],
             ssl_certfile=s["ssl_certfile"],
-            log_level="warning",
         )
-    finally:
-        swapper.stop()
+    except KeyboardInterrupt:
+        return 130
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = vars(parser.parse_args(argv))
-    config_file = os.environ.get("CONFIG_FILE", args.pop("config_file"))
+    # a router's child (several models) takes its settings from its flags alone
+    child = ChildLink.active()
+    config_file = args.pop("config_file")
+    if not child:
+        config_file = os.environ.get("CONFIG_FILE", config_file)
     try:
         if config_file:
             server, models = read_config(config_file)
@@ -80,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _serve_several(server, models)
             model = models[0]
         else:
-            read = from_environment(args)
+            read = args if child else from_environment(args)
             server = {k: read[k] for k in SERVER_SETTINGS}
             model = {k: read[k] for k in MODEL_SETTINGS}
         settings = llama_cy_settings(server, model)

@@ -6,7 +6,7 @@ app for an ASGI server of one's own::
 It serves llama-cy's server (llama-server's routes and fields, llama-cpp-python's
 among them) over the model the settings name, loaded in this process. Several models
 (a config file's) run as ``python -m llama_cpp.server`` runs them: one at a time, each in
-a ``llama-cy serve`` child. ``host``, ``port`` and the TLS files are the ASGI server's.
+a child server (:mod:`.several`). ``host``, ``port`` and the TLS files are the ASGI server's.
 """
 
 from __future__ import annotations
@@ -46,10 +46,11 @@ def create_app(
     server = {k: v for k, v in server_settings.model_dump().items() if k in SERVER_SETTINGS}
     models = [{k: getattr(m, k) for k in MODEL_SETTINGS} for m in model_settings]
     if len(models) > 1:
-        from .swap import Swapper
-        from .swap import create_app as swapping_app
+        from llama_cy.server import create_router_app
 
-        return swapping_app(Swapper.from_settings(server, models))
+        from .several import router, router_settings
+
+        return create_router_app(router(server, models), router_settings(server), True)
     from llama_cy.server import create_app as served_app
     from llama_cy.server import load_model
 

@@ -79,9 +79,9 @@ _BOUNDARY = re.compile(r'boundary="?([^";]+)"?')
 
 
 def _validate(router: Router, name: str, autoload: bool) -> Model:
-    if not name:
+    m = router.route(name)
+    if m is None and not name:
         raise ApiError(400, "model name is missing from the request")
-    m = router.get(name)
     if m is None:
         raise ApiError(400, f"model '{name}' not found")
     if not autoload and not m.running:
