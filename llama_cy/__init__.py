@@ -37,10 +37,11 @@ from llama_cy._backend import (
 from llama_cy import _build_config, errors
 from llama_cy._adapter import LoraAdapter, load_control_vectors
 from llama_cy._batch import LlamaBatch
+from llama_cy._bitmap import Bitmap
 from llama_cy._context import LlamaContext
 from llama_cy._fit import fit_params
 from llama_cy._model import LlamaModel
-from llama_cy._mtmd import Bitmap, InputChunk, InputChunks, MtmdContext
+from llama_cy._mtmd import InputChunk, InputChunks, MtmdContext
 from llama_cy._placement import buffer_types
 from llama_cy._sampler import CANDIDATE_DTYPE, LlamaSampler
 from llama_cy._speculative import Speculator

@@ -1,21 +1,10 @@
 from llama_cy._c cimport mtmd as m
 from llama_cy._c cimport mtmd_helper as mh
+from llama_cy._bitmap cimport Bitmap
 from llama_cy._context cimport LlamaContext
 from llama_cy._handle cimport Handle
 from llama_cy._model cimport LlamaModel
 from llama_cy._view cimport ViewOwner
-
-
-cdef class Bitmap(ViewOwner):
-    cdef m.mtmd_bitmap *ptr
-    # A video's frame reader (ffmpeg), read by the one tokenize the video goes through.
-    cdef mh.mtmd_helper_video *video
-    cdef bint _read
-
-    @staticmethod
-    cdef Bitmap _wrap(m.mtmd_bitmap *ptr, object id)
-    cdef int _check_size(self) except -1
-    cdef str _content_hash(self)
 
 
 cdef class InputChunks(Handle):
@@ -52,6 +41,7 @@ cdef class MtmdContext(ViewOwner):
     cdef bytes _ffmpeg_dir
 
     cdef Bitmap _decode(self, const unsigned char *buf, size_t n, object id)
+    cdef Bitmap _decode_buffer(self, const unsigned char[::1] buf, object id)
     cdef int _check_media(self, InputChunk chunk) except -1
     cdef float *_encode(self, InputChunk chunk) except NULL
     cdef int _eval_text(self, LlamaContext ctx, InputChunk chunk, int n_past, int seq_id,

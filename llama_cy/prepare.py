@@ -16,8 +16,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from llama_cy._bitmap import Bitmap
 from llama_cy._model import LlamaModel
-from llama_cy._mtmd import Bitmap, MtmdContext
+from llama_cy._mtmd import MtmdContext
 from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
 from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.flags import default as _flag

@@ -236,12 +236,14 @@ def test_bad_media_raise_media_error(vision: lc.MtmdContext, audio: lc.MtmdConte
         vision.tokenize(f"x {vision.marker}", [])
     with pytest.raises(ValueError, match=r"\(H, W, 3\) uint8"):
         lc.Bitmap.from_array(np.zeros((4, 4), dtype=np.uint8))
+    with pytest.raises(TypeError, match="expected an MtmdContext"):
+        lc.Bitmap.from_bytes(object(), b"x")  # the decoders are a projector's
     with pytest.raises(MediaError, match="NaN"):
         lc.Bitmap.from_audio(np.array([0.0, np.nan], dtype=np.float32))
 
 
 def test_too_large_image(vision: lc.MtmdContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lc._mtmd, "MAX_IMAGE_PIXELS", 1000)
+    monkeypatch.setattr(lc._bitmap, "MAX_IMAGE_PIXELS", 1000)
     with pytest.raises(MediaError, match="too large"):
         lc.Bitmap.from_file(vision, IMAGE)
     with pytest.raises(MediaError, match="too large"):
