@@ -237,7 +237,7 @@ def test_bad_media_raise_media_error(vision: lc.MtmdContext, audio: lc.MtmdConte
     with pytest.raises(ValueError, match=r"\(H, W, 3\) uint8"):
         lc.Bitmap.from_array(np.zeros((4, 4), dtype=np.uint8))
     with pytest.raises(TypeError, match="expected an MtmdContext"):
-        lc.Bitmap.from_bytes(object(), b"x")  # the decoders are a projector's
+        lc.Bitmap.from_bytes(object(), b"x")  # type: ignore[arg-type]
     with pytest.raises(MediaError, match="NaN"):
         lc.Bitmap.from_audio(np.array([0.0, np.nan], dtype=np.float32))
 

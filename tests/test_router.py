@@ -19,8 +19,10 @@ import pytest
 from offload import timeout as stretched
 from serving import Server, free_port
 
-from llama_cy.server import modalities
+from llama_cy import hf_cache
+from llama_cy.server import Router, modalities
 from llama_cy.server.presets import (
+    Preset,
     PresetError,
     from_argv,
     load_from_ini,
@@ -144,6 +146,30 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_path: Path) 
     sub.mkdir()
     shutil.copy(tiny_model_path, sub / "beta-q8_0.gguf")
     return folder
+
+
+def test_router_shaped_for_another_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The router's arguments for a server of another shape (compat's several-model
+    server): a default model for unnamed or unknown names, no download cache in the list,
+    and children started by a command of the caller's."""
+    monkeypatch.setattr(hf_cache, "list_cached_models", lambda: ["org/repo:Q8_0"])
+    extra = {"a": Preset("a"), "b": Preset("b")}
+    plain = Router(Preset("*"), extra=extra)
+    assert set(plain.models) == {"org/repo:Q8_0", "a", "b"}
+    assert plain.route("") is None
+    assert plain.route("nope") is None
+    assert "serve" in plain.models["b"].args  # llama-cy serve
+    shaped = Router(
+        Preset("*"),
+        extra=extra,
+        default_model="a",
+        cached_models=False,
+        command=lambda m: ["run", m.name, str(m.port)],
+    )
+    assert list(shaped.models) == ["a", "b"]
+    routed = [shaped.route(n) for n in ("", "nope", "b")]
+    assert [m.name if m else None for m in routed] == ["a", "a", "b"]
+    assert shaped.models["b"].args == ["run", "b", "0"]
 
 
 def statuses(server: Server) -> dict[str, str]:
