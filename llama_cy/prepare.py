@@ -20,6 +20,7 @@ from llama_cy._bitmap import Bitmap
 from llama_cy._model import LlamaModel
 from llama_cy._mtmd import MtmdContext
 from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
+from llama_cy.chat_sampling import chat_grammar, chat_reasoning_budget
 from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.flags import default as _flag
 from llama_cy.generation import Job, Media, StoppingCriteria
@@ -27,7 +28,7 @@ from llama_cy.grammar import check_schema
 from llama_cy.job import PROMPT_LOGPROB_VALUES
 from llama_cy.media import MediaSource, extract_media, has_media
 from llama_cy.openai_fields import check_tools, response_format_schema, tool_choice_name
-from llama_cy.sampling import LlamaGrammar, ReasoningBudget, SamplingParams, sampler_types
+from llama_cy.sampling import SamplingParams, sampler_types
 from llama_cy.sampling_settings import Profile, check, defaults
 
 __all__ = ["CHAT_POSITIONAL", "COMPLETION_POSITIONAL", "Preparer", "positional"]
@@ -541,8 +542,12 @@ class Preparer:
         else:
             tokens = self.chat_tokens(prompt.prompt)
         if grammar is None and prompt.grammar:
-            grammar = self._chat_grammar(prompt)
-        budget = self._reasoning_budget(prompt, reasoning_budget, reasoning_budget_message)
+            grammar = chat_grammar(self.model, prompt)
+        # the request's budget, else this preparer's default (as llama-server's flag)
+        n = self.reasoning_budget if reasoning_budget is None else _budget(reasoning_budget)
+        if reasoning_budget_message is None:
+            reasoning_budget_message = self.reasoning_budget_message
+        budget = chat_reasoning_budget(prompt, n, reasoning_budget_message)
         params = self.sampling(self._profile(chat=True), grammar=grammar, **sampling)
         if top_logprobs is not None and top_logprobs < 0:
             raise ValueError(f"top_logprobs must be >= 0, got {top_logprobs}")
@@ -559,53 +564,6 @@ class Preparer:
             reasoning_budget=budget,
             media=media,
         )
-
-    def _reasoning_budget(
-        self, prompt: ChatPrompt, tokens: int | None, message: str | None
-    ) -> ReasoningBudget | None:
-        """The job's reasoning budget: the request's, else this preparer's default for a
-        template that marks reasoning (as llama-server); None for no limit."""
-        n = _budget(tokens) if tokens is not None else self.reasoning_budget
-        if n < 0:
-            return None
-        if not (prompt.thinking_start_tag and prompt.thinking_end_tags):
-            return None  # no reasoning to limit: the budget holds as it is
-        return ReasoningBudget(
-            n,
-            prompt.thinking_start_tag,
-            prompt.thinking_end_tags,
-            self.reasoning_budget_message if message is None else message,
-            prompt.generation_prompt,
-        )
-
-    def _chat_grammar(self, prompt: ChatPrompt) -> LlamaGrammar:
-        """The sampler's grammar for a rendered chat, as llama-server sets it up: a word
-        trigger that is one (preserved) token becomes a token trigger; a grammar that
-        applies from the start first accepts the assistant turn's opening."""
-        if not prompt.grammar_lazy:
-            prefill = prompt.generation_prompt if prompt.prefill else ""
-            return LlamaGrammar(prompt.grammar, prompt.grammar_root, prefill=prefill)
-        preserved = {
-            ids[0] for ids in map(self._special_tokens, prompt.preserved_tokens) if len(ids) == 1
-        }
-        tokens = []
-        words = []
-        for t in prompt.grammar_triggers:
-            ids = self._special_tokens(t.value) if t.kind == "word" else []
-            if len(ids) == 1:
-                if ids[0] not in preserved:
-                    raise ValueError(f"the grammar trigger {t.value!r} is not a preserved token")
-                tokens.append(ids[0])
-            else:
-                words.append(t)
-        patterns = replace(prompt, grammar_triggers=tuple(words)).grammar_trigger_patterns()
-        if not patterns and not tokens:
-            raise ValueError("the chat template gave a lazy grammar without triggers")
-        return LlamaGrammar(prompt.grammar, triggers=patterns, trigger_tokens=tokens, lazy=True)
-
-    def _special_tokens(self, text: str) -> list[int]:
-        ids: list[int] = self.model.tokenize(text, add_special=False, parse_special=True).tolist()
-        return ids
 
 
 def _budget(n: Any) -> int:
