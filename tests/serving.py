@@ -247,11 +247,11 @@ def start_module(
     raise RuntimeError("the server did not start")
 
 
-def post(port: int, path: str, body: dict[str, Any]) -> Any:
+def post(port: int, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}",
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **(headers or {})},
     )
     with urllib.request.urlopen(request, timeout=60) as r:
         return json.loads(r.read())

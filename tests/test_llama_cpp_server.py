@@ -323,7 +323,8 @@ def test_a_config_file_with_several_models_swaps_them(
         assert running() == ["chat"]
         with pytest.raises(urllib.error.HTTPError) as failed:
             post(port, "/v1/completions", {"model": "gone", "prompt": "Hi", "max_tokens": 2})
-        assert failed.value.code >= 400
+        assert failed.value.code == 500
+        assert "gone failed to load" in json.loads(failed.value.read())["error"]["message"]
         request = urllib.request.Request(
             f"http://127.0.0.1:{port}/v1/completions",
             data=json.dumps(
@@ -334,6 +335,32 @@ def test_a_config_file_with_several_models_swaps_them(
         with urllib.request.urlopen(request, timeout=60) as r:
             events = [line for line in r.read().decode().splitlines() if line.startswith("data: ")]
         assert events[-1] == "data: [DONE]"
+    finally:
+        stop(proc)
+
+
+def test_several_models_behind_an_api_key(tiny_model_path: Path, tmp_path: Path) -> None:
+    """The router checks a config file's api_key; its children, on loopback, do not get
+    it (as llama-server's router keeps its key from its children)."""
+    port = free_port()
+    config = tmp_path / "keyed.json"
+    models = [{"model": str(tiny_model_path), "model_alias": a, "n_ctx": 128} for a in "ab"]
+    config.write_text(
+        json.dumps({"host": "127.0.0.1", "port": port, "api_key": "sk-k", "models": models})
+    )
+    proc, port = start_module("--config_file", str(config), port=port)
+    key = {"Authorization": "Bearer sk-k"}
+    body = {"model": "b", "prompt": "Hi", "max_tokens": 2}
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            post(port, "/v1/completions", body)
+        assert refused.value.code == 401
+        assert post(port, "/v1/completions", body, key)["usage"]["completion_tokens"] == 2
+        listing = urllib.request.Request(f"http://127.0.0.1:{port}/models", headers=key)
+        with urllib.request.urlopen(listing, timeout=10) as r:
+            args = {m["id"]: m["status"]["args"] for m in json.loads(r.read())["data"]}
+        assert "--model_alias" in args["b"]
+        assert not any("sk-k" in a for argv in args.values() for a in argv)
     finally:
         stop(proc)
 

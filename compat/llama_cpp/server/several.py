@@ -36,7 +36,8 @@ def router(server: dict[str, Any], models: list[dict[str, Any]]) -> Router:
             raise ValueError("each model of a config file needs a model path")
         model = {**model, "model_alias": alias}
         serve_argv(server, model)  # its settings' errors now, at start, not at its first use
-        argv[alias] = settings_argv(server, model)
+        # the router checks the key; a child on loopback gets none (as llama-server's)
+        argv[alias] = settings_argv({**server, "api_key": None}, model)
     first = next(iter(argv))
     presets = {a: Preset(a, {LOAD_ON_STARTUP: "1"} if a == first else {}) for a in argv}
 
