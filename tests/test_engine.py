@@ -122,6 +122,43 @@ async def _slot_of(engine: Engine, job: Job) -> int:
     return task.slot
 
 
+def test_a_new_prompt_takes_the_idle_slot_that_keeps_the_busy_ones_together(
+    tiny: lc.LlamaModel,
+) -> None:
+    """With a slot busy, a prompt no slot holds goes beside it, not to the least
+    recently used slot far off (llama-server's choice, which makes every step read the
+    KV streams in between); with one unified stream the least recently used, as there."""
+    prep = Preparer(tiny, profile="server")
+    busy = prep.completion("a long one", max_tokens=96, temperature=0, logit_bias=NO_END)
+    other = prep.completion("something else", max_tokens=2, temperature=0)
+    for unified, expected in ((False, 2), (True, 5)):  # 0 and 2 tie: the highest, as LRU
+        engine = Engine(
+            tiny,
+            slots=6,
+            settings=EngineSettings(cache_ram=0),
+            n_ctx=6 * 256,
+            n_threads=1,
+            kv_unified=unified,
+        )
+        engine.start()
+        try:
+            assert asyncio.run(_beside_a_busy_slot(engine, busy, other)) == expected, unified
+        finally:
+            engine.stop()
+
+
+async def _beside_a_busy_slot(engine: Engine, busy: Job, job: Job) -> int:
+    """The slot that serves ``job`` while ``busy`` runs on slot 1."""
+    first = engine.submit(busy, id_slot=1)
+    second = engine.submit(job)
+    async for _ in engine.results(second):
+        pass
+    assert engine.tasks[1] is first  # `job` ran while slot 1 was busy
+    async for _ in engine.results(first):
+        pass
+    return second.slot
+
+
 def test_stopping_criteria_in_the_engine(tiny: lc.LlamaModel) -> None:
     prep = Preparer(tiny, profile="server")
     seen: list[int] = []

@@ -439,10 +439,22 @@ class Engine:
                 if n_best / len(best.cache) < 0.5:
                     self._swap_cached(best, prompt)
                 return best
-        # the least recently used; ties to the highest id, as llama-server's `<=` scan
-        slot = min(reversed(idle), key=lambda s: s.last_used)
+        slot = self._least_spread(idle)
         self._swap_cached(slot, prompt)
         return slot
+
+    def _least_spread(self, idle: list[KVSequence]) -> KVSequence:
+        """llama-server's least recently used slot (ties to the highest id, as its `<=`
+        scan), but among those that widen the busy slots' span the least. A step's
+        attention reads every KV stream from its lowest slot to its highest, so eight
+        requests on slots scattered over 0-63 cost a step as much as 64 would; a slot
+        chosen so loses nothing the prompt cache does not keep. With one unified
+        stream (or no slot busy) the span is moot: plain LRU."""
+        busy = [s.id for s in self.slots if self.tasks[s.id] is not None]
+        if not busy or self.kv_unified:
+            return min(reversed(idle), key=lambda s: s.last_used)
+        lo, hi = min(busy), max(busy)
+        return min(reversed(idle), key=lambda s: (max(hi, s.id) - min(lo, s.id), s.last_used))
 
     def _swap_cached(self, slot: KVSequence, prompt: list[int]) -> None:
         """Save ``slot``'s state to the prompt cache and take the cached one that best
