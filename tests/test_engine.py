@@ -13,8 +13,8 @@ import numpy.typing as npt
 import pytest
 
 import llama_cy as lc
-from llama_cy.completion import Completion, join_chunks
-from llama_cy.generation import Job, common_prefix
+from llama_cy.completion import Completion, CompletionChunk, join_chunks
+from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.prepare import Preparer
 from llama_cy.sequence_settings import SequenceSettings
 from llama_cy.server.engine import Engine
@@ -145,6 +145,52 @@ def test_a_new_prompt_takes_the_idle_slot_that_keeps_the_busy_ones_together(
             assert asyncio.run(_beside_a_busy_slot(engine, busy, other)) == expected, unified
         finally:
             engine.stop()
+
+
+def test_idle_slots_are_saved_after_a_new_tasks_first_token(tiny: lc.LlamaModel) -> None:
+    """--cache-idle-slots: with a KV stream per slot, the idle slots' states go to the
+    prompt cache after the step that gives a new task its first token (63 state copies
+    after a spell of 64 clients would delay it); a unified cache clears them for the new
+    task's cells first, as llama-server does."""
+    for unified in (False, True):
+        events = _saves_and_tokens_of_a_new_task(tiny, unified)
+        idle = [i for i, e in enumerate(events) if e == "idle save"]
+        assert len(idle) >= 2, events  # the warm slots the new task did not take
+        assert (events.index("token") < idle[0]) is not unified, events
+
+
+def _saves_and_tokens_of_a_new_task(tiny: lc.LlamaModel, unified: bool) -> list[str]:
+    """What the engine thread did for a new task, in order, after three slots served:
+    each save of another slot's state ("idle save"), and each step that handed out text."""
+    prep = Preparer(tiny, profile="server")
+    warm = [prep.completion(f"story {i} of the fox", max_tokens=2, temperature=0) for i in range(3)]
+    engine = Engine(tiny, slots=4, n_ctx=4 * 256, n_threads=1, kv_unified=unified)
+    assert engine.prompt_cache is not None
+    assert engine.cache_idle_slots
+    engine.start()
+    try:
+        serve(engine, warm)
+        engine.on_slot(0, lambda s: None).result(10)  # after the warm tasks' saves
+        events: list[tuple[str, int]] = []
+        cache, flush = engine.prompt_cache, engine._flush
+        save = cache.save
+
+        def saving(slot: KVSequence) -> bool:
+            events.append(("save", slot.id))
+            return save(slot)
+
+        def flushing() -> None:
+            events.extend(
+                ("token", -1) for _, c in engine._outbox if isinstance(c, CompletionChunk)
+            )
+            flush()
+
+        cache.save = saving  # type: ignore[method-assign]
+        engine._flush = flushing  # type: ignore[method-assign]
+        slot = asyncio.run(_slot_of(engine, prep.completion("a new one", max_tokens=4)))
+        return ["idle save" if e == "save" and i != slot else e for e, i in events]
+    finally:
+        engine.stop()
 
 
 async def _beside_a_busy_slot(engine: Engine, busy: Job, job: Job) -> int:

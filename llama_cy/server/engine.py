@@ -109,6 +109,7 @@ class Engine:
         if settings.cache_idle_slots and self.prompt_cache is None:
             _log.warning("--cache-idle-slots requires --cache-ram, disabling")
         self.cache_idle_slots = settings.cache_idle_slots and self.prompt_cache is not None
+        self._idle_slots_unsaved = False  # a task started: save the idle slots after its step
         self.kv_unified = bool(context.get("kv_unified"))
         if self.cache_idle_slots:  # llama-server's debug lines, which its tests read
             _log.debug("__TEST_TAG_CACHE_IDLE_SLOTS_ENABLED__")
@@ -355,6 +356,9 @@ class Engine:
                 try:
                     self._run_calls()
                     self._step()
+                    if self._idle_slots_unsaved:
+                        self._idle_slots_unsaved = False
+                        self._cache_idle_slots()
                 except Exception as exc:  # a bug: the requests in this step end, not the engine
                     _log.exception("engine step failed")
                     for s in self.slots:
@@ -470,7 +474,10 @@ class Engine:
 
     def _cache_idle_slots(self) -> None:
         """--cache-idle-slots: once a task has started, save every idle slot, and clear
-        it where the KV cache is unified (its cells serve the busy slots then)."""
+        it where the KV cache is unified (its cells serve the busy slots then). That is
+        done before the task's first step, as llama-server does; with a KV stream per
+        slot nothing needs the cells, and the saves (a state copy each, 63 after a busy
+        spell of 64) wait until the step has handed out its tokens."""
         assert self.prompt_cache is not None
         for slot in self.slots:
             if self.tasks[slot.id] is None:
@@ -496,7 +503,10 @@ class Engine:
         self.tasks[slot.id] = task
         task.slot = slot.id
         if self.cache_idle_slots:
-            self._cache_idle_slots()
+            if self.kv_unified:
+                self._cache_idle_slots()
+            else:
+                self._idle_slots_unsaved = True
         self.n_prompt_cached += slot.n_cached
         if task.job.progress:  # the first report: what the cache already holds
             self._outbox.append((task, slot.progress()))
