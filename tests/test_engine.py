@@ -114,9 +114,9 @@ def test_slot_choice_breaks_ties_as_llama_server(tiny: lc.LlamaModel) -> None:
         engine.stop()
 
 
-async def _slot_of(engine: Engine, job: Job) -> int:
+async def _slot_of(engine: Engine, job: Job, id_slot: int = -1) -> int:
     """The slot that served ``job``."""
-    task = engine.submit(job)
+    task = engine.submit(job, id_slot=id_slot)
     async for _ in engine.results(task):
         pass
     return task.slot
@@ -143,6 +143,34 @@ def test_a_new_prompt_takes_the_idle_slot_that_keeps_the_busy_ones_together(
         engine.start()
         try:
             assert asyncio.run(_beside_a_busy_slot(engine, busy, other)) == expected, unified
+        finally:
+            engine.stop()
+
+
+def test_a_prompt_goes_beside_the_busy_slots_among_those_that_hold_nearly_as_much(
+    tiny: lc.LlamaModel,
+) -> None:
+    """Two idle slots hold a prompt's opening, one a token more: llama-server's choice
+    (the most, as without a busy slot) unless the other keeps the busy slots together
+    and holds at least 90% as much."""
+    prep = Preparer(tiny, profile="server")
+    opening = "Once upon a time there was a little fox who lived in a wood near a river and"
+    near, far = (prep.completion(f"{opening} {w}", max_tokens=1, temperature=0) for w in "ab")
+    new = prep.completion(f"{opening} b c", max_tokens=2, temperature=0)
+    assert common_prefix(near.tokens, new.tokens) + 1 == common_prefix(far.tokens, new.tokens)
+    busy = prep.completion("a long one", max_tokens=96, temperature=0, logit_bias=NO_END)
+    for with_busy, expected in ((False, 5), (True, 2)):
+        engine = Engine(
+            tiny, slots=6, settings=EngineSettings(cache_ram=0), n_ctx=6 * 256, n_threads=1
+        )
+        engine.start()
+        try:
+            assert asyncio.run(_slot_of(engine, near, id_slot=2)) == 2
+            assert asyncio.run(_slot_of(engine, far, id_slot=5)) == 5
+            if with_busy:
+                assert asyncio.run(_beside_a_busy_slot(engine, busy, new)) == expected
+            else:
+                assert asyncio.run(_slot_of(engine, new)) == expected
         finally:
             engine.stop()
 

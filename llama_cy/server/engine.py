@@ -52,6 +52,11 @@ T = TypeVar("T")
 _DEFAULT_SETTINGS = EngineSettings()
 
 
+#: a slot whose cache holds at least this share of the most any idle slot holds of a
+#: prompt is as good a choice for it, if it keeps the busy slots closer together
+_NEARLY_AS_MUCH = 0.9
+
+
 class QueueFullError(LlamaError, RuntimeError):
     """Every slot is busy and the waiting queue is full (the server answers 503)."""
 
@@ -431,21 +436,34 @@ class Engine:
         idle = [s for s in self.slots if self.tasks[s.id] is None]
         prompt = task.job.tokens
         if self.settings.slot_prompt_similarity > 0.0:
-            # Ties go to the lowest id, as in llama-server: a step's sequences stay close
-            # together, and its attention spans the KV streams from its lowest sequence to
-            # its highest (a step over slots 3 and 60 reads 58 slots' caches).
-            best, n_best = None, 0
-            for s in idle:
-                n = common_prefix(s.cache, prompt)
-                if n > n_best and n / len(prompt) > self.settings.slot_prompt_similarity:
-                    best, n_best = s, n
-            if best is not None:
-                if n_best / len(best.cache) < 0.5:
+            # The idle slot whose cache holds the most of the prompt (ties to the lowest
+            # id, as in llama-server); but of the slots that hold nearly as much, the one
+            # that keeps the busy slots together (a few prompt tokens decoded once cost
+            # less than every step reading the KV streams between far-apart slots).
+            least = self.settings.slot_prompt_similarity * len(prompt)
+            held = [(n, s) for s in idle if (n := common_prefix(s.cache, prompt)) > least]
+            if held:
+                n_best = max(n for n, _ in held)
+                widen = self._widening()
+                n, best = min(
+                    ((n, s) for n, s in held if n >= _NEARLY_AS_MUCH * n_best),
+                    key=lambda x: (widen(x[1]), -x[0], x[1].id),
+                )
+                if n / len(best.cache) < 0.5:
                     self._swap_cached(best, prompt)
                 return best
         slot = self._least_spread(idle)
         self._swap_cached(slot, prompt)
         return slot
+
+    def _widening(self) -> Callable[[KVSequence], int]:
+        """How much a slot would widen the busy slots' span of KV streams (0 for every
+        slot with one unified stream, or none busy)."""
+        busy = [s.id for s in self.slots if self.tasks[s.id] is not None]
+        if not busy or self.kv_unified:
+            return lambda s: 0
+        lo, hi = min(busy), max(busy)
+        return lambda s: max(hi, s.id) - min(lo, s.id) - (hi - lo)
 
     def _least_spread(self, idle: list[KVSequence]) -> KVSequence:
         """llama-server's least recently used slot (ties to the highest id, as its `<=`
@@ -454,11 +472,8 @@ class Engine:
         requests on slots scattered over 0-63 cost a step as much as 64 would; a slot
         chosen so loses nothing the prompt cache does not keep. With one unified
         stream (or no slot busy) the span is moot: plain LRU."""
-        busy = [s.id for s in self.slots if self.tasks[s.id] is not None]
-        if not busy or self.kv_unified:
-            return min(reversed(idle), key=lambda s: s.last_used)
-        lo, hi = min(busy), max(busy)
-        return min(reversed(idle), key=lambda s: (max(hi, s.id) - min(lo, s.id), s.last_used))
+        widen = self._widening()
+        return min(reversed(idle), key=lambda s: (widen(s), s.last_used))
 
     def _swap_cached(self, slot: KVSequence, prompt: list[int]) -> None:
         """Save ``slot``'s state to the prompt cache and take the cached one that best
