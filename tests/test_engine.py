@@ -14,6 +14,7 @@ import pytest
 
 import llama_cy as lc
 from llama_cy.completion import Completion, CompletionChunk, join_chunks
+from llama_cy.errors import StateError
 from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.prepare import Preparer
 from llama_cy.sequence_settings import SequenceSettings
@@ -185,6 +186,26 @@ def test_idle_slots_are_saved_after_a_new_tasks_first_token(tiny: lc.LlamaModel)
         idle = [i for i, e in enumerate(events) if e == "idle save"]
         assert len(idle) >= 2, events  # the warm slots the new task did not take
         assert (events.index("token") < idle[0]) is not unified, events
+
+
+def test_a_failed_idle_slot_save_ends_no_request(tiny: lc.LlamaModel) -> None:
+    """The idle slots are saved between steps: a failure there is logged, and the
+    requests running go on."""
+    prep = Preparer(tiny, profile="server")
+    engine = Engine(tiny, slots=2, n_ctx=2 * 256, n_threads=1)
+
+    def fail() -> None:
+        raise StateError("no state")
+
+    engine._cache_idle_slots = fail  # type: ignore[method-assign]
+    engine.start()
+    try:
+        jobs = [prep.completion(f"story {i}", max_tokens=3, temperature=0) for i in range(3)]
+        done = serve(engine, jobs)
+        assert [c.stop_reason for c in done] == ["length"] * 3
+        assert engine.alive
+    finally:
+        engine.stop()
 
 
 def _saves_and_tokens_of_a_new_task(tiny: lc.LlamaModel, unified: bool) -> list[str]:

@@ -363,7 +363,7 @@ class Engine:
                     self._step()
                     if self._idle_slots_unsaved:
                         self._idle_slots_unsaved = False
-                        self._cache_idle_slots()
+                        self._save_idle_slots()
                 except Exception as exc:  # a bug: the requests in this step end, not the engine
                     _log.exception("engine step failed")
                     for s in self.slots:
@@ -501,6 +501,14 @@ class Engine:
                     self.prompt_cache.update()
                 if self.kv_unified:
                     slot.forget()
+
+    def _save_idle_slots(self) -> None:
+        """The deferred :meth:`_cache_idle_slots`: a failure loses only what the cache
+        would have kept, not the requests of the step that ran before it."""
+        try:
+            self._cache_idle_slots()
+        except Exception:
+            _log.exception("saving the idle slots to the prompt cache failed")
 
     def _start(self, slot: KVSequence, task: Task) -> None:
         if task.lora != self._slot_lora[slot.id]:
