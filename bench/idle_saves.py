@@ -4,8 +4,11 @@ idle slot's state to the prompt cache), and ``state_seq_get_data`` timed alone.
 
 usage: python bench/idle_saves.py [--ngl 99] [--rounds 3] [--threads 8]
 
-On the H200 (every layer offloaded): 65 saves in 10.5-12.0 ms, ``state_seq_get_data``
-137-141 µs a slot of 140 tokens; the first request after the spell 54 ms, the next 42-44.
+On the H200 (every layer offloaded) the ad-hoc script this was tidied from gave 65
+saves in 10.5-12.0 ms, ``state_seq_get_data`` 137-141 µs a slot of 140 tokens, and the
+first request after the spell 54 ms, the next 42-44 (this script itself has run on the
+2-core CPU only, ``--ngl 0 --threads 2``: 65 saves in 8.5-10.7 ms, ``state_seq_get_data``
+112 µs, the first token after the spell 2.2-2.4 ms, the next request's 1.9-2.1).
 """
 
 from __future__ import annotations

@@ -36,10 +36,11 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.completion import CompletionChunk
 from llama_cy.errors import LlamaError
-from llama_cy.generation import Job, KVSequence, common_prefix
+from llama_cy.generation import Job, KVSequence
 from llama_cy.server.engine_settings import EngineSettings
 from llama_cy.server.prompt_cache import PromptCache
 from llama_cy.server.rate_window import RateWindow
+from llama_cy.server.slot_choice import choose_slot
 from llama_cy.server.task import Task, deliver
 from llama_cy.speculative import speculator
 
@@ -50,11 +51,6 @@ T = TypeVar("T")
 
 
 _DEFAULT_SETTINGS = EngineSettings()
-
-
-#: a slot whose cache holds at least this share of the most any idle slot holds of a
-#: prompt is as good a choice for it, if it keeps the busy slots closer together
-_NEARLY_AS_MUCH = 0.9
 
 
 class QueueFullError(LlamaError, RuntimeError):
@@ -427,80 +423,29 @@ class Engine:
         return False
 
     def _pick_slot(self, task: Task) -> KVSequence | None:
-        """llama-server's choice: the slot the task asks for (None while it is busy);
-        else the idle slot whose cache shares the largest fraction of the prompt, above
-        ``slot_prompt_similarity``; else the least recently used idle slot. A slot about
-        to lose most of its cache (chosen so) swaps it through the prompt cache."""
+        """The slot the task asks for (None while it is busy), else the one
+        :func:`~llama_cy.server.slot_choice.choose_slot` gives; a slot about to lose
+        most of its cache swaps it through the prompt cache first."""
         if task.id_slot >= 0:
             return self.slots[task.id_slot] if self.tasks[task.id_slot] is None else None
         idle = [s for s in self.slots if self.tasks[s.id] is None]
+        busy = [s.id for s in self.slots if self.tasks[s.id] is not None]
+        similarity = self.settings.slot_prompt_similarity
         prompt = task.job.tokens
-        if self.settings.slot_prompt_similarity > 0.0:
-            # The idle slot whose cache holds the most of the prompt (ties to the lowest
-            # id, as in llama-server); but of the slots that hold nearly as much, the one
-            # that keeps the busy slots together (a few prompt tokens decoded once cost
-            # less than every step reading the KV streams between far-apart slots).
-            least = self.settings.slot_prompt_similarity * len(prompt)
-            held = [(n, s) for s in idle if (n := common_prefix(s.cache, prompt)) > least]
-            if held:
-                n_best = max(n for n, _ in held)
-                widen = self._widening()
-                n, best = min(
-                    ((n, s) for n, s in held if n >= _NEARLY_AS_MUCH * n_best),
-                    key=lambda x: (widen(x[1]), -x[0], x[1].id),
-                )
-                if n / len(best.cache) < 0.5:
-                    self._swap_cached(best, prompt)
-                return best
-        slot = self._least_spread(idle)
-        self._swap_cached(slot, prompt)
+        slot, swap = choose_slot(idle, busy, prompt, similarity, self.kv_unified)
+        if swap and self.prompt_cache is not None:
+            self.prompt_cache.swap(slot, prompt)
         return slot
 
-    def _widening(self) -> Callable[[KVSequence], int]:
-        """How much a slot would widen the busy slots' span of KV streams (0 for every
-        slot with one unified stream, or none busy)."""
-        busy = [s.id for s in self.slots if self.tasks[s.id] is not None]
-        if not busy or self.kv_unified:
-            return lambda s: 0
-        lo, hi = min(busy), max(busy)
-        return lambda s: max(hi, s.id) - min(lo, s.id) - (hi - lo)
-
-    def _least_spread(self, idle: list[KVSequence]) -> KVSequence:
-        """llama-server's least recently used slot (ties to the highest id, as its `<=`
-        scan), but among those that widen the busy slots' span the least. A step's
-        attention reads every KV stream from its lowest slot to its highest, so eight
-        requests on slots scattered over 0-63 cost a step as much as 64 would; a slot
-        chosen so loses nothing the prompt cache does not keep. With one unified
-        stream (or no slot busy) the span is moot: plain LRU."""
-        widen = self._widening()
-        return min(reversed(idle), key=lambda s: (widen(s), s.last_used))
-
-    def _swap_cached(self, slot: KVSequence, prompt: list[int]) -> None:
-        """Save ``slot``'s state to the prompt cache and take the cached one that best
-        matches ``prompt`` (llama-server's update of its prompt cache)."""
-        cache = self.prompt_cache
-        if cache is None:
-            return
-        _log.debug("updating prompt cache")
-        cache.save(slot)
-        if not cache.load(slot, prompt):
-            slot.forget()
-        cache.update()
-
     def _cache_idle_slots(self) -> None:
-        """--cache-idle-slots: once a task has started, save every idle slot, and clear
-        it where the KV cache is unified (its cells serve the busy slots then). That is
-        done before the task's first step, as llama-server does; with a KV stream per
-        slot nothing needs the cells, and the saves (a state copy each, 63 after a busy
+        """--cache-idle-slots, once a task has started (:meth:`PromptCache.save_idle`).
+        Before the task's first step where the KV cache is unified, as llama-server
+        does (the idle slots' cells are cleared for it); with a KV stream per slot
+        nothing needs the cells, and the saves (a state copy each, 63 after a busy
         spell of 64) wait until the step has handed out its tokens."""
         assert self.prompt_cache is not None
-        for slot in self.slots:
-            if self.tasks[slot.id] is None:
-                if self.prompt_cache.save(slot):
-                    _log.debug("__TEST_TAG_CACHE_IDLE_SLOT__")
-                    self.prompt_cache.update()
-                if self.kv_unified:
-                    slot.forget()
+        idle = [s for s in self.slots if self.tasks[s.id] is None]
+        self.prompt_cache.save_idle(idle, clear=self.kv_unified)
 
     def _save_idle_slots(self) -> None:
         """The deferred :meth:`_cache_idle_slots`: a failure loses only what the cache

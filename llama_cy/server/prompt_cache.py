@@ -186,6 +186,26 @@ class PromptCache:
         slot.checkpoints.items = list(best.checkpoints)
         return True
 
+    def swap(self, slot: KVSequence, prompt: list[int]) -> None:
+        """``slot``, about to lose most of its cache to ``prompt``: its state saved,
+        and the cached one that keeps the most of ``prompt`` taken (llama-server's
+        update of its prompt cache); the slot is cleared if llama.cpp rejects that."""
+        _log.debug("updating prompt cache")
+        self.save(slot)
+        if not self.load(slot, prompt):
+            slot.forget()
+        self.update()
+
+    def save_idle(self, idle: Sequence[KVSequence], clear: bool) -> None:
+        """--cache-idle-slots: save each slot of ``idle``, and ``clear`` it (a unified
+        KV cache, whose cells then serve the busy slots)."""
+        for slot in idle:
+            if self.save(slot):
+                _log.debug("__TEST_TAG_CACHE_IDLE_SLOT__")
+                self.update()
+            if clear:
+                slot.forget()
+
     def update(self) -> None:
         """Drop the oldest entries beyond the limits: the size, then the tokens (the
         token limit is raised to what the size limit holds at the average entry's cost
