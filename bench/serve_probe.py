@@ -3,13 +3,16 @@ of row (7b), beside llama-server, with py-spy's view of who holds the GIL and ea
 thread's CPU per generated token.
 
 usage: python bench/serve_probe.py OUT --model M.gguf [--llama-server BIN] [--rounds 2]
-       [--ngl 99] [--threads N] [--py-spy BIN] [--switch-interval S ...]
+       [--ngl 99] [--threads N] [--py-spy BIN] [--switch-interval S ...] [--h11]
+       [--no-profile]
 
-For each round, each server in turn (llama-server, llama-cy serve, and llama-cy serve
-under each ``--switch-interval``: Python's GIL hand-over interval, 5 ms by default) runs
-every load; then, on llama-cy serve alone, each load again under ``py-spy record --gil``
-(only the thread that holds the GIL is sampled: what the engine thread waits behind).
-Writes OUT/probe.json, OUT/probe.md (tok/s, TTFT p50, CPU µs per token of each thread)
+For each round, each server in turn (llama-server, llama-cy serve, llama-cy serve
+under each ``--switch-interval``: Python's GIL hand-over interval, 5 ms by default, and
+with ``--h11`` llama-cy serve on uvicorn's h11 protocol instead of httptools) runs every
+load; then, unless ``--no-profile``, on llama-cy serve alone, each load again under
+``py-spy record --gil`` (only the thread that holds the GIL is sampled: what the engine
+thread waits behind). Writes OUT/probe.json, OUT/probe.md (tok/s, TTFT p50 and p99, CPU
+µs per token of each thread)
 and OUT/gil-<load>.txt (py-spy's stacks, folded, with each function's share).
 """
 
@@ -42,6 +45,11 @@ LOADS = [
     server_rates.Load("/completion", False, 64),
 ]
 _WRAP = "import sys; sys.setswitchinterval({}); from llama_cy.cli import main; sys.exit(main())"
+#: llama-cy serve on uvicorn's h11 protocol (http_protocol's choice without httptools)
+_WRAP_H11 = (
+    "import sys; import llama_cy.server.http_protocol as h; h.http_protocol = lambda: 'h11'; "
+    "from llama_cy.cli import main; sys.exit(main())"
+)
 
 
 def commands(args: argparse.Namespace, port: int) -> dict[str, list[str]]:
@@ -51,6 +59,8 @@ def commands(args: argparse.Namespace, port: int) -> dict[str, list[str]]:
     if args.llama_server:
         out["llama-server"] = [args.llama_server, *flags]
     out["llama-cy"] = [sys.executable, "-P", "-m", "llama_cy", "serve", *flags]
+    if args.h11:
+        out["llama-cy, h11"] = [sys.executable, "-P", "-c", _WRAP_H11, "serve", *flags]
     for s in args.switch_interval:
         wrap = _WRAP.format(s)
         out[f"llama-cy, switch {s * 1e3:g} ms"] = [
@@ -118,6 +128,10 @@ def main() -> None:
     parser.add_argument("--switch-interval", type=float, action="append", default=[])
     parser.add_argument("--n-predict", type=int, default=128)
     parser.add_argument(
+        "--h11", action="store_true", help="also llama-cy serve on h11, not httptools"
+    )
+    parser.add_argument("--no-profile", action="store_true", help="no py-spy passes")
+    parser.add_argument(
         "--history",
         action="store_true",
         help="before the loads, each server serves row (7b)'s loads up to the 1-client chat "
@@ -168,12 +182,13 @@ def main() -> None:
                         cpu[name] = cpu.get(name, 0.0) + (v - before.get(k, 0.0)) / n * 1e6
                     cpu = {k: round(v, 1) for k, v in cpu.items() if v > 0.5}
                     run = {"tok_s": o.tokens_per_s, "ttft_p50": o.quantile(0.5), "cpu_us": cpu}
+                    run["ttft_p99"] = o.quantile(0.99)
                     run["failed"] = len(o.failed)
                     got.setdefault(side, {}).setdefault(load.name, []).append(run)
                     print(
                         f"round {r}, {side}, {load.name}: {server_rates.summary([o])}", flush=True
                     )
-                if r == 0 and side == "llama-cy":
+                if r == 0 and side == "llama-cy" and not args.no_profile:
                     profile(args, server.proc.pid, port, loads)
             finally:
                 server.stop()
@@ -228,13 +243,15 @@ def profile(args: argparse.Namespace, pid: int, port: int, loads: list[server_ra
 
 def markdown(results: dict[str, Any]) -> str:
     lines = [
-        "| server | load | tok/s median (min-max) | TTFT p50 ms | CPU µs/token by thread |",
-        "|---|---|---|---|---|",
+        "| server | load | tok/s median (min-max) | TTFT p50 ms | TTFT p99 ms "
+        "| CPU µs/token by thread |",
+        "|---|---|---|---|---|---|",
     ]
     for side, by_load in results["runs"].items():
         for load, runs in by_load.items():
             rates = [x["tok_s"] for x in runs]
             ttft = statistics.median(x["ttft_p50"] for x in runs)
+            p99 = statistics.median(x.get("ttft_p99", float("nan")) for x in runs)
             cpu: dict[str, list[float]] = {}
             for x in runs:
                 for k, v in x["cpu_us"].items():
@@ -242,7 +259,7 @@ def markdown(results: dict[str, Any]) -> str:
             said = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in sorted(cpu.items()))
             lines.append(
                 f"| {side} | {load} | {statistics.median(rates):.0f} ({min(rates):.0f}-"
-                f"{max(rates):.0f}) | {ttft:.1f} | {said} |"
+                f"{max(rates):.0f}) | {ttft:.1f} | {p99:.1f} | {said} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -644,6 +644,45 @@ def test_props_metrics_and_cors(server: Server) -> None:
     assert page.lower().startswith("<!doctype html>")
 
 
+def _raw(server: Server, data: bytes, *, pause: float = 0.0) -> bytes:
+    """``data`` sent on a fresh connection (in 1 KiB pieces ``pause`` seconds apart, if
+    given), then all that comes back until the server closes it."""
+    import time
+
+    out = b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+        try:
+            for i in range(0, len(data), 1024 if pause else len(data)):
+                sock.sendall(data[i : i + (1024 if pause else len(data))])
+                time.sleep(pause)
+        except OSError:  # closed by the server mid-head: its answer is read below
+            pass
+        while piece := sock.recv(65536):
+            out += piece
+    return out
+
+
+def test_a_request_head_is_bounded(server: Server) -> None:
+    """A head over 16 KiB, sent at once or in pieces that never end it, gets 400 and the
+    connection closed (llhttp keeps a head's bytes with no bound of its own); a body of
+    any size is not a head; the server serves on."""
+    big = b"X-Big: " + b"a" * 20_000 + b"\r\n"
+    whole = _raw(server, b"GET /health HTTP/1.1\r\nHost: x\r\n" + big + b"\r\n")
+    assert whole.startswith(b"HTTP/1.1 400 ")
+    many = b"".join(b"X-%d: %s\r\n" % (i, b"b" * 40) for i in range(400))  # 20 KiB, unended
+    piecemeal = _raw(server, b"GET /health HTTP/1.1\r\nHost: x\r\n" + many, pause=0.002)
+    assert piecemeal.startswith(b"HTTP/1.1 400 ")
+    body = json.dumps({"content": "a" * 100_000}).encode()
+    head = b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+    assert _raw(server, head + body).startswith(b"HTTP/1.1 200 ")
+    fits = b"X-Fits: " + b"c" * 12_000 + b"\r\nConnection: close\r\n"
+    assert _raw(server, b"GET /health HTTP/1.1\r\nHost: x\r\n" + fits + b"\r\n").startswith(
+        b"HTTP/1.1 200 "
+    )
+    assert server.request("GET", "/health")[0] == 200
+
+
 def test_anthropic_messages(server: Server) -> None:
     client = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
     msg = client.messages.create(

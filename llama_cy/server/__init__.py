@@ -178,6 +178,8 @@ def _run(
     call in flight ends now instead of holding up the graceful shutdown."""
     import uvicorn
 
+    from llama_cy.server.http_protocol import http_protocol
+
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             if tools is not None:
@@ -186,10 +188,7 @@ def _run(
 
     config = uvicorn.Config(
         app,
-        # h11 keeps response header names as written (Access-Control-Allow-Origin, as
-        # llama-server spells them; clients and llama-server's own tests read them
-        # exactly); uvicorn's httptools protocol lowercases them.
-        http="h11",
+        http=http_protocol(),
         log_level="warning",
         access_log=False,  # at level warning its lines never show; their arguments cost
         timeout_graceful_shutdown=5,

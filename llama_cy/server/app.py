@@ -35,6 +35,7 @@ from llama_cy.server import ui, vertex
 from llama_cy.server.core import Endpoint, RouteSpec, Server, start_tools
 from llama_cy.server.engine import QueueFullError
 from llama_cy.server.gate import UI_PATHS, Gate
+from llama_cy.server.http_protocol import CasedName
 from llama_cy.server.router import Router, RouterError
 from llama_cy.server.routes import (
     anthropic,
@@ -265,6 +266,11 @@ def create_app(
 
 
 #: What llama-server answers while asleep, without waking (GET only).
+# llama-server's spellings of its CORS headers (some clients compare names exactly)
+_ORIGIN = CasedName(b"Access-Control-Allow-Origin")
+_CREDENTIALS = CasedName(b"Access-Control-Allow-Credentials")
+_METHODS = CasedName(b"Access-Control-Allow-Methods")
+_HEADERS = CasedName(b"Access-Control-Allow-Headers")
 _SLEEP_SAFE = frozenset(["/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics"])
 
 
@@ -301,13 +307,13 @@ class Cors:
         headers = dict(scope["headers"])
         allow = self._origin(headers.get(b"origin", b"").decode("latin-1"))
         # Header names as llama-server spells them: some clients compare them exactly.
-        extra = [(b"Access-Control-Allow-Origin", allow.encode("latin-1"))] if allow else []
+        extra = [(_ORIGIN, allow.encode("latin-1"))] if allow else []
         if scope["method"] == "OPTIONS":
             s = self.settings
             extra += [
-                (b"Access-Control-Allow-Credentials", b"true" if s.cors_credentials else b"false"),
-                (b"Access-Control-Allow-Methods", s.cors_methods.encode("latin-1")),
-                (b"Access-Control-Allow-Headers", s.cors_headers.encode("latin-1")),
+                (_CREDENTIALS, b"true" if s.cors_credentials else b"false"),
+                (_METHODS, s.cors_methods.encode("latin-1")),
+                (_HEADERS, s.cors_headers.encode("latin-1")),
             ]
             await send({"type": "http.response.start", "status": 200, "headers": extra})
             await send({"type": "http.response.body", "body": b""})

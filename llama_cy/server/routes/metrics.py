@@ -6,9 +6,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from llama_cy.server.core import RouteSpec, Server
+from llama_cy.server.http_protocol import CasedName
 from llama_cy.server.schema import ApiError
 
 __all__ = ["routes"]
+
+#: spelled as llama-server spells it
+_START_TIME = CasedName(b"Process-Start-Time-Unix")
 
 
 def routes(server: Server) -> list[RouteSpec]:
@@ -32,8 +36,8 @@ def routes(server: Server) -> list[RouteSpec]:
         response = PlainTextResponse(
             "\n".join(lines) + "\n", media_type="text/plain; version=0.0.4"
         )
-        # Spelled as llama-server spells it (Starlette would lower-case a dict's names).
-        response.raw_headers.append((b"Process-Start-Time-Unix", str(server.started).encode()))
+        # A raw header: Starlette would lower-case a dict's names.
+        response.raw_headers.append((_START_TIME, str(server.started).encode()))
         return response
 
     return [("/metrics", metrics, ["GET"], False)]

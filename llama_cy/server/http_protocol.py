@@ -1,0 +1,85 @@
+"""The HTTP/1.1 protocol the server runs: uvicorn's on httptools (llhttp, in C) where it
+is installed, with llama-server's header names and a bound on a request's head; else
+uvicorn's on h11 (pure Python).
+
+At GPU token rates a request's fixed cost decides its time to first token, and h11's
+parsing and framing were the largest part of it: measured on the tiny model
+(``bench/results/2026-11-28-cpu-http.md``), 8 streamed clients' first token came in
+13.0 ms on h11 and 8.6 on httptools (llama-server 7.8).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["HEAD_LIMIT", "CasedName", "http_protocol"]
+
+#: The most bytes a request's line and headers may take (h11's bound in uvicorn; llama-
+#: server's cpp-httplib allows 8 KiB a line): a client that sends more, or keeps sending
+#: a head that never ends, gets 400 and the connection is closed.
+HEAD_LIMIT = 16 * 1024
+
+
+class CasedName(bytes):
+    """A response header name sent as spelled (``Access-Control-Allow-Origin``, as
+    llama-server spells it; some clients and llama-server's own tests compare names
+    exactly). uvicorn's protocols take ``name.lower()`` of each name they send; this
+    name's lowercase is itself. Used only for names the protocol does not act on itself
+    (never Content-Length, Transfer-Encoding or Connection)."""
+
+    __slots__ = ()
+
+    def lower(self) -> bytes:
+        return self
+
+
+def http_protocol() -> Any:
+    """What ``uvicorn.Config(http=...)`` takes: the httptools protocol class below, or
+    ``"h11"`` where httptools is not installed."""
+    try:  # the module imports httptools
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class HttpProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol with a request's head bounded: llhttp and
+        uvicorn keep a head's bytes as they come, with no limit of their own."""
+
+        _in_head = False
+        _head_size = 0  #: the head's parsed bytes
+        _head_read = 0  #: the bytes read while the head was incomplete
+
+        def _grow_head(self, n: int) -> None:
+            self._head_size += n
+            if self._head_size > HEAD_LIMIT:
+                # raised in a parser callback: uvicorn answers 400 and closes
+                raise ValueError("the request's head is too large")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_head, self._head_size, self._head_read = True, 0, 0
+
+        def on_url(self, url: bytes) -> None:
+            self._grow_head(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._grow_head(len(name) + len(value) + 4)
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
+        def data_received(self, data: bytes) -> None:
+            # A head still incomplete after this read: llhttp holds its last header
+            # until the header ends, so a client that never ends one is stopped here.
+            super().data_received(data)
+            if self._in_head and not self.transport.is_closing():
+                self._head_read += len(data)
+                if self._head_read > HEAD_LIMIT:
+                    self._in_head = False
+                    self.logger.warning("Invalid HTTP request received.")
+                    self.send_400_response("Invalid HTTP request received.")
+
+    return HttpProtocol
