@@ -15,6 +15,7 @@ cimport cython
 
 import numpy as np
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pythread cimport (
     PyThread_allocate_lock, PyThread_free_lock, PyThread_acquire_lock, PyThread_release_lock,
     NOWAIT_LOCK, WAIT_LOCK, PyThread_get_thread_ident,
@@ -1019,22 +1020,25 @@ cdef class LlamaContext(ViewOwner):
         _check_state_flags(flags)
         cdef size_t size, n = 0
         cdef uint8_t *out
+        cdef bytes buf
         self._lock_acquire()
         try:
-            # Without the GIL: on a GPU the state is copied out of device memory (a
-            # server does this for its prompt cache while its event loop serves).
-            with nogil:
-                size = c.llama_state_seq_get_size_ext(self.ptr, seq_id, flags)
-            buf = bytearray(size)
+            # The size is counted with the GIL held: it copies nothing, and each release
+            # hands the GIL to a waiting thread for its whole turn.
+            size = c.llama_state_seq_get_size_ext(self.ptr, seq_id, flags)
+            # Written in place: a new bytes object nobody else holds yet (no second copy).
+            buf = PyBytes_FromStringAndSize(NULL, size)
             if size:
-                out = <uint8_t *><char *>buf
+                out = <uint8_t *>PyBytes_AS_STRING(buf)
+                # Without the GIL: on a GPU the state is copied out of device memory (a
+                # server does this for its prompt cache while its event loop serves).
                 with nogil:
                     n = c.llama_state_seq_get_data_ext(self.ptr, out, size, seq_id, flags)
         finally:
             self._lock_release()
         if n != size:
             raise StateError(f"llama_state_seq_get_data wrote {n} of {size} bytes")
-        return bytes(buf)
+        return buf
 
     def state_seq_set_data(self, data, int seq_id, uint32_t flags=0):
         """Restore one sequence's state into ``seq_id`` (``flags``: those it was taken
