@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llama_cy._context import LlamaContext
+from llama_cy._prefix import best_match, common_prefix, holder_of, prefixes_of
 from llama_cy.checkpoints import Checkpoint
 from llama_cy.errors import LlamaError
 from llama_cy.generation import KVSequence
@@ -35,25 +36,6 @@ Tokens = npt.NDArray[np.int64]  # media positions hold 56-bit stand-ins
 
 def _tokens(tokens: Sequence[int]) -> Tokens:
     return np.asarray(tokens, dtype=np.int64)
-
-
-def _prefix(a: bytes, b: bytes) -> int:
-    """The length in tokens of the longest common prefix of two token keys (int64
-    bytes). Every cached entry is compared with each prompt and each idle slot, as in
-    llama-server, so each comparison is a few ``memcmp`` s, not a Python loop: equal
-    halves narrow the first difference down in O(log n) calls."""
-    n = min(len(a), len(b)) // 8
-    vb = memoryview(b)  # slices of it are compared in place
-    if a.startswith(vb[: 8 * n]):
-        return n
-    lo, hi = 0, n  # the first lo tokens are equal, the first hi are not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a.startswith(vb[8 * lo : 8 * mid], 8 * lo):
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 @dataclass(slots=True, eq=False)  # entries are told apart by identity (arrays inside)
@@ -94,6 +76,10 @@ class PromptCache:
     def n_tokens(self) -> int:
         return self._n_tokens
 
+    def _keys(self) -> list[bytes]:
+        """The entries' keys, oldest first (for :mod:`llama_cy._prefix`'s scans)."""
+        return [s.key for s in self.states]
+
     def _append(self, entry: CachedPrompt) -> None:
         self.states.append(entry)
         self._size += entry.size()
@@ -121,10 +107,11 @@ class PromptCache:
             return False
         tokens = _tokens(slot.cache)
         key = tokens.tobytes()
-        for s in self.states:
-            if s.key.startswith(key):
-                self._held[slot.id] = (list(slot.cache), s)
-                return False  # held whole by an entry already
+        keys = self._keys()
+        i = holder_of(keys, key)
+        if i >= 0:  # held whole by an entry already
+            self._held[slot.id] = (list(slot.cache), self.states[i])
+            return False
         data = slot.ctx.state_seq_get_data(slot.id)
         draft_ctx = self._draft(slot)
         draft = draft_ctx.state_seq_get_data(slot.id) if draft_ctx is not None else b""
@@ -137,13 +124,12 @@ class PromptCache:
             )
             return False
         # entries the new one holds whole are obsolete
-        kept: deque[CachedPrompt] = deque()
-        for s in self.states:
-            if key.startswith(s.key):
-                self._dropped(s)
-            else:
-                kept.append(s)
-        self.states = kept
+        obsolete = prefixes_of(keys, key)
+        if obsolete:
+            gone = set(obsolete)
+            for i in obsolete:
+                self._dropped(self.states[i])
+            self.states = deque(s for i, s in enumerate(self.states) if i not in gone)
         while self.limit_size and self.states and self._size + entry.size() > self.limit_size:
             self._pop_oldest()
         self._append(entry)
@@ -155,24 +141,13 @@ class PromptCache:
         more than the slot does and at least a quarter of itself (``load``); False if
         llama.cpp rejects it (the slot is then to be cleared)."""
         asked = _tokens(prompt).tobytes()
-        lcp = _prefix(_tokens(slot.cache).tobytes(), asked)
+        lcp = common_prefix(_tokens(slot.cache).tobytes(), asked)
         keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
-        sim_best = lcp / len(prompt)
-        best = None
-        for s in self.states:
-            # The fewest common tokens that could win (rounded down): one memcmp rules
-            # out most entries before their common prefix is measured.
-            least = max(-(-len(s.tokens) // 4), int(sim_best * len(prompt)))
-            least = min(max(least, int(keep_best * len(s.tokens))), len(prompt), len(s.tokens))
-            if not asked.startswith(memoryview(s.key)[: 8 * least]):
-                continue
-            n = _prefix(s.key, asked)
-            keep, sim = n / len(s.tokens), n / len(prompt)
-            if keep >= 0.25 and keep_best < keep and sim_best < sim:
-                keep_best, sim_best, best = keep, sim, s
-        if best is None:
+        i = best_match(self._keys(), asked, keep_best, lcp / len(prompt))
+        if i < 0:
             return True
-        self.states.remove(best)
+        best = self.states[i]
+        del self.states[i]
         self._dropped(best)
         draft_ctx = self._draft(slot)
         try:

@@ -1,0 +1,13 @@
+"""Common prefixes of token keys (int64 bytes), in C, for the server's prompt cache."""
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """The length in tokens of the longest common prefix of two keys."""
+
+def best_match(keys: list[bytes], asked: bytes, keep_best: float, sim_best: float) -> int:
+    """The index in ``keys`` of the cached prompt to load for ``asked``, -1 if none."""
+
+def holder_of(keys: list[bytes], key: bytes) -> int:
+    """The index of the first of ``keys`` that holds ``key`` whole, -1 if none."""
+
+def prefixes_of(keys: list[bytes], key: bytes) -> list[int]:
+    """The indexes of ``keys`` that ``key`` holds whole (prefixes of it, itself too)."""
