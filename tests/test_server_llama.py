@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -647,13 +648,12 @@ def test_props_metrics_and_cors(server: Server) -> None:
 def _raw(server: Server, data: bytes, *, pause: float = 0.0) -> bytes:
     """``data`` sent on a fresh connection (in 1 KiB pieces ``pause`` seconds apart, if
     given), then all that comes back until the server closes it."""
-    import time
-
+    step = 1024 if pause else len(data)
     out = b""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
         try:
-            for i in range(0, len(data), 1024 if pause else len(data)):
-                sock.sendall(data[i : i + (1024 if pause else len(data))])
+            for i in range(0, len(data), step):
+                sock.sendall(data[i : i + step])
                 time.sleep(pause)
         except OSError:  # closed by the server mid-head: its answer is read below
             pass

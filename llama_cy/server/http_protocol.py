@@ -3,9 +3,9 @@ is installed, with llama-server's header names and a bound on a request's head; 
 uvicorn's on h11 (pure Python).
 
 At GPU token rates a request's fixed cost decides its time to first token, and h11's
-parsing and framing were the largest part of it: measured on the tiny model
-(``bench/results/2026-11-28-cpu-http.md``), 8 streamed clients' first token came in
-13.0 ms on h11 and 8.6 on httptools (llama-server 7.8).
+parsing and framing were a large part of what the event loop spends on a request: on
+the tiny model (``bench/results/2026-11-28-cpu-http.md``), 8 streamed clients' first
+token came in 12.2 ms on h11 and 10.5 on httptools (llama-server 8.7).
 """
 
 from __future__ import annotations
