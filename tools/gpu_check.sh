@@ -60,8 +60,9 @@ prepare() {
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform any -d "$PACK/whl" \
-    "gguf>=0.17" "starlette>=0.37" "uvicorn>=0.30" "uvloop>=0.19" "jsonschema>=4" "openai>=1.40" \
-    "anthropic>=0.40" "psutil>=5.9" "jinja2>=3.1" "typing-extensions>=4.12" "httpx>=0.27" \
+    "gguf>=0.17" "starlette>=0.37" "uvicorn>=0.30" "uvloop>=0.19" "httptools>=0.6" \
+    "jsonschema>=4" "openai>=1.40" "anthropic>=0.40" "psutil>=5.9" "jinja2>=3.1" \
+    "typing-extensions>=4.12" "httpx>=0.27" \
     "py-spy>=0.4"  # bench/serve_probe.py; the docs build (mkdocs) is not run there
   rm -f "$PACK"/whl/numpy-*.whl  # the device's own
   # llama.cpp's programs: the libraries they share with the wheel are linked on the device.
