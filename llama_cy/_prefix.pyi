@@ -1,6 +1,11 @@
-"""Common prefixes of token keys (int64 bytes), in C, for the server's prompt cache."""
+"""Common prefixes of token sequences, in C; the prompt cache's keys are int64 bytes."""
 
-def common_prefix(a: bytes, b: bytes) -> int:
+from collections.abc import Sequence
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """The length of the longest common prefix of two token sequences."""
+
+def key_prefix(a: bytes, b: bytes) -> int:
     """The length in tokens of the longest common prefix of two keys."""
 
 def best_match(keys: list[bytes], asked: bytes, keep_best: float, sim_best: float) -> int:

@@ -1,13 +1,16 @@
 # cython: language_level=3
-"""Common prefixes of token keys, in C, for the server's prompt cache.
+"""Common prefixes of token sequences, in C: a sequence's start measures its cache
+against the prompt, the server measures every idle slot against each new prompt, and
+its prompt cache every cached prompt (as llama-server's ``server_prompt_cache`` does in
+C++). In Python each token of a shared prefix cost the engine thread tens of
+nanoseconds and each cached entry about a microsecond: 64 slots holding a 1,500-token
+system prompt took 3.3 ms of each new request.
 
-A key is a token sequence as int64 bytes (``np.asarray(tokens, np.int64).tobytes()``).
-The cache compares each new prompt with every cached one, as llama-server's
-``server_prompt_cache`` does in C++; in Python each entry cost the engine thread about a
-microsecond, so hundreds of entries cost hundreds of microseconds before a request could
-start. Here an entry costs a ``memcmp`` or two.
+The prompt cache's keys are token sequences as int64 bytes
+(``np.asarray(tokens, np.int64).tobytes()``); an entry costs a ``memcmp`` or two.
 """
 
+cimport cython
 from libc.string cimport memcmp
 
 
@@ -26,7 +29,21 @@ cdef Py_ssize_t _lcp(const char *a, const char *b, Py_ssize_t n) noexcept nogil:
     return lo
 
 
-def common_prefix(bytes a, bytes b):
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def common_prefix(a, b):
+    """The length of the longest common prefix of two token sequences (lists, or any
+    sequence of ints)."""
+    cdef list x = <list>(a if isinstance(a, list) else list(a))
+    cdef list y = <list>(b if isinstance(b, list) else list(b))
+    cdef Py_ssize_t i, n = min(len(x), len(y))
+    for i in range(n):
+        if <long long>x[i] != <long long>y[i]:
+            return i
+    return n
+
+
+def key_prefix(bytes a, bytes b):
     """The length in tokens of the longest common prefix of two keys."""
     return _lcp(a, b, min(len(a), len(b)) // 8)
 

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
+from llama_cy._prefix import common_prefix  # public here: compat and the server use it
 from llama_cy._sampler import LlamaSampler
 from llama_cy._speculative import Speculator
 from llama_cy.cache_reuse import Shiftable, can_reuse, reuse_chunks
@@ -644,13 +645,3 @@ def run(
     finally:
         if seq.busy:  # failed, or the consumer left early
             seq.release()
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """The length of the longest common prefix of ``a`` and ``b``."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n

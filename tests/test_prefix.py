@@ -1,5 +1,5 @@
-"""llama_cy._prefix: the prompt cache's scans in C give what llama-server's rule gives,
-written out plainly in Python over token lists."""
+"""llama_cy._prefix: the common prefixes and the prompt cache's scans in C give what
+llama-server's rule gives, written out plainly in Python over token lists."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from llama_cy._prefix import best_match, common_prefix, holder_of, prefixes_of
+from llama_cy._prefix import best_match, common_prefix, holder_of, key_prefix, prefixes_of
 
 
 def key(tokens: list[int]) -> bytes:
@@ -48,7 +48,8 @@ def test_the_scans_agree_with_the_rule_written_out() -> None:
         prompt = variant()
         slot = variant() if rng.random() < 0.8 else []
         n = lcp(slot, prompt)
-        assert common_prefix(key(slot), key(prompt)) == n
+        assert key_prefix(key(slot), key(prompt)) == n
+        assert common_prefix(slot, prompt) == n
         keep_best = n / len(slot) if slot else -1.0  # an empty slot takes any
         want = rule(entries, prompt, keep_best, n / len(prompt))
         assert best_match(keys, key(prompt), keep_best, n / len(prompt)) == want
@@ -69,6 +70,10 @@ def test_edges() -> None:
     assert best_match([key([1, 9, 9, 9, 9])], key([1, 2]), -1.0, 0.0) == -1
     # not better than what the slot holds already
     assert best_match([key([1, 2])], key([1, 2, 3]), 1.0, 2 / 3) == -1
-    assert common_prefix(b"", key([1])) == 0
+    assert key_prefix(b"", key([1])) == 0
+    # token sequences: lists (a subclass too), tuples, ranges; large ids
+    assert common_prefix([], [1]) == 0
+    assert common_prefix((5, 2**40, 7), range(5, 9)) == 1
+    assert common_prefix(type("Tokens", (list,), {})([1, 2]), [1, 2]) == 2
     assert holder_of([key([1, 2, 3])], key([1, 2, 3])) == 0
     assert prefixes_of([key([1, 2, 3]), key([1])], key([1, 2])) == [1]

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from llama_cy._context import LlamaContext
-from llama_cy._prefix import best_match, common_prefix, holder_of, prefixes_of
+from llama_cy._prefix import best_match, holder_of, key_prefix, prefixes_of
 from llama_cy.checkpoints import Checkpoint
 from llama_cy.errors import LlamaError
 from llama_cy.generation import KVSequence
@@ -141,7 +141,7 @@ class PromptCache:
         more than the slot does and at least a quarter of itself (``load``); False if
         llama.cpp rejects it (the slot is then to be cleared)."""
         asked = _tokens(prompt).tobytes()
-        lcp = common_prefix(_tokens(slot.cache).tobytes(), asked)
+        lcp = key_prefix(_tokens(slot.cache).tobytes(), asked)
         keep_best = lcp / len(slot.cache) if slot.cache else -1.0  # an empty slot takes any
         i = best_match(self._keys(), asked, keep_best, lcp / len(prompt))
         if i < 0:
