@@ -265,12 +265,12 @@ def create_app(
     return app
 
 
-#: What llama-server answers while asleep, without waking (GET only).
 # llama-server's spellings of its CORS headers (some clients compare names exactly)
 _ORIGIN = CasedName(b"Access-Control-Allow-Origin")
 _CREDENTIALS = CasedName(b"Access-Control-Allow-Credentials")
 _METHODS = CasedName(b"Access-Control-Allow-Methods")
 _HEADERS = CasedName(b"Access-Control-Allow-Headers")
+#: What llama-server answers while asleep, without waking (GET only).
 _SLEEP_SAFE = frozenset(["/health", "/v1/health", "/props", "/models", "/v1/models", "/metrics"])
 
 
