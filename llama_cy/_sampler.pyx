@@ -67,6 +67,11 @@ def _split_greedy_built():
 cdef extern from "_argmax.h" nogil:
     int32_t _argmax "llama_cy_argmax"(const float *x, int32_t n)
 
+cdef extern from "_candidates.h" nogil:
+    void _fill_candidates "llama_cy_fill_candidates"(
+        llama_token_data *cur, const float *logits, const llama_token *ids, const float *probs,
+        int32_t n)
+
 # sample_rows(): every row sampled in one call without the GIL. A C++ exception from a
 # sampler leaves that row's token at -1 (sample() then raises it with its type).
 cdef extern from *:
@@ -91,11 +96,7 @@ cdef extern from *:
                     r.size = 0;
                     continue;
                 }
-                for (int32_t i = 0; i < n_vocab; ++i) {
-                    r.cur[i].id = i;
-                    r.cur[i].logit = r.logits[i];
-                    r.cur[i].p = 0.0f;
-                }
+                llama_cy_fill_in_order(r.cur, r.logits, n_vocab);
                 llama_token_data_array cur_p = {r.cur, (size_t) n_vocab, -1, false};
                 llama_sampler_apply(r.smpl, &cur_p);
                 if (cur_p.selected < 0 || (size_t) cur_p.selected >= cur_p.size) {
@@ -493,7 +494,6 @@ cdef class LlamaSampler(Handle):
         whole vocabulary in order), ``probs`` their probabilities where the backend
         computed them.
         """
-        cdef int32_t i
         if self._cur_cap < n:
             self._cur = <llama_token_data *>realloc(self._cur, n * sizeof(llama_token_data))
             if self._cur == NULL:
@@ -508,10 +508,7 @@ cdef class LlamaSampler(Handle):
         cdef bint native = not self._python
         try:
             with nogil:
-                for i in range(n):
-                    self._cur[i].id = ids[i] if ids != NULL else i
-                    self._cur[i].logit = logits[i]
-                    self._cur[i].p = probs[i] if probs != NULL else 0.0
+                _fill_candidates(self._cur, logits, ids, probs, n)
                 cur_p.data = self._cur
                 cur_p.size = n
                 cur_p.selected = -1

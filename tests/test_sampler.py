@@ -276,6 +276,32 @@ def test_greedy_fast_path_picks_as_llama_cpp(
         assert S.greedy().sample(ctx) == expected
 
 
+def test_the_candidate_array_holds_every_logit_in_order(tmp_path: Path) -> None:
+    """sample() and sample_rows() fill the chain's array from the row themselves (four
+    tokens a step where SSE2 is): every id in order, its logit exactly, p 0, through
+    the last token of a vocabulary that is not a multiple of four. temp(1.0) and greedy
+    leave the array as it was filled (p stays 0, so candidates() keeps its order)."""
+    from tiny_model import write_tiny_llama
+
+    path = write_tiny_llama(tmp_path / "odd.gguf", extra_tokens=["<a>", "<b>", "<c>"])
+    with lc.LlamaModel.load(path) as model, lc.LlamaContext(model, n_ctx=64) as ctx:
+        assert model.n_vocab == 32003
+        batch = lc.LlamaBatch(8)
+        batch.add_sequence(model.tokenize("Hello world"), 0, 0)
+        batch.output[0] = 1  # two rows, at either end of the batch
+        ctx.decode(batch)
+        for row in (0, batch.n_tokens - 1):
+            logits = np.array(ctx.logits(row), dtype=np.float32)
+            one, rows = S.chain([S.temp(1.0), S.greedy()]), S.chain([S.temp(1.0), S.greedy()])
+            one.sample(ctx, row)
+            S.sample_rows(ctx, [rows], [row])
+            for chain in (one, rows):
+                cands = chain.candidates()
+                assert np.array_equal(cands["id"], np.arange(model.n_vocab, dtype=np.int32))
+                assert np.array_equal(cands["logit"], logits)
+                assert not cands["p"].any()
+
+
 def test_dist_draws_from_the_softmax() -> None:
     probs = np.array([0.6, 0.3, 0.1])
     logits = np.log(probs).astype(np.float32)
