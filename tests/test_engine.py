@@ -5,6 +5,7 @@ model afterwards."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from llama_cy.errors import StateError
 from llama_cy.generation import Job, KVSequence, common_prefix
 from llama_cy.prepare import Preparer
 from llama_cy.sequence_settings import SequenceSettings
+from llama_cy.server import engine as engine_module
 from llama_cy.server.engine import Engine
 from llama_cy.server.engine_settings import EngineSettings
 
@@ -111,6 +113,42 @@ def test_slot_choice_breaks_ties_as_llama_server(tiny: lc.LlamaModel) -> None:
         held = [common_prefix(engine.slots[i].cache, again.tokens) for i in (2, 3)]
         assert held[0] == held[1] > len(again.tokens) // 2  # a tie between slots 2 and 3
         assert asyncio.run(_slot_of(engine, again)) == 2
+    finally:
+        engine.stop()
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_streamed_requests_first_chunk_is_sent_before_the_next_step(
+    tiny: lc.LlamaModel, monkeypatch: pytest.MonkeyPatch, whole: bool
+) -> None:
+    """With a pool thread for each CPU (a polling worker then holds the CPU the event
+    loop needs), the step that hands a streamed request its first chunk waits until
+    the loop has run the request's reader: the engine decodes nothing more before.
+    The wait's bound is raised, so that a slow machine cannot pass it instead. An
+    answer sent whole (not streamed) is not waited for: the steps go on."""
+    monkeypatch.setattr(engine_module, "_HAND_OVER_S", 60.0)
+    prep = Preparer(tiny, profile="server")
+    cpus = len(os.sched_getaffinity(0))
+    settings = EngineSettings(cache_ram=0)
+    engine = Engine(tiny, slots=2, settings=settings, n_ctx=512, n_threads=cpus)
+    engine.start()
+    try:
+        job = prep.completion("Once upon a time", max_tokens=24, temperature=0, logit_bias=NO_END)
+
+        async def first_seen() -> tuple[int, int]:
+            """(the step that made the first chunk, the steps run when it was read)"""
+            before = engine.n_decode
+            tasks = engine.submit_all([(job, None)], whole=whole)
+            async for chunk in engine.results(tasks[0]):
+                steps = engine.n_decode - before
+                # the prompt's step samples the first token, each later step one more
+                await asyncio.sleep(0.05)  # the rest, as a slow reader
+                return len(chunk.tokens), steps
+            raise AssertionError("no chunk")
+
+        for _ in range(3):
+            made, seen = asyncio.run(first_seen())
+            assert (seen == made) != whole, (made, seen)
     finally:
         engine.stop()
 

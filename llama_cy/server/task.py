@@ -6,6 +6,7 @@ that serves it: the engine thread hands each loop what a step produced in one ca
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from llama_cy._sampler import LlamaSampler
 from llama_cy.completion import CompletionChunk
 from llama_cy.generation import Job
 
-__all__ = ["Task", "deliver"]
+__all__ = ["Task", "deliver", "deliver_then"]
 
 
 @dataclass(eq=False)
@@ -43,6 +44,8 @@ class Task:
     #: its event loop wakes once for it, not once a step)
     whole: bool = False
     held: list[CompletionChunk] = field(default_factory=list)
+    #: a chunk of it has been handed to its event loop
+    answered: bool = False
 
     def put(self, item: CompletionChunk | BaseException) -> None:
         """``item`` into the inbox, waking the reader (on the task's event loop)."""
@@ -87,6 +90,13 @@ def deliver(items: list[tuple[Task, Any]]) -> None:
     """Each item into its task's inbox (called on the tasks' event loop)."""
     for task, item in items:
         task.put(item)
+
+
+def deliver_then(items: list[tuple[Task, Any]], done: threading.Event) -> None:
+    """:func:`deliver`, then set ``done`` once the readers it woke have had their turn
+    (their callbacks were queued before this one's): what they send is written."""
+    deliver(items)
+    asyncio.get_running_loop().call_soon(done.set)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
