@@ -244,14 +244,20 @@ async def off_loop_if_heavy(body: Mapping[str, Any], text: Any, fn: Callable[[],
 
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
     """A checked chat body's job (``Preparer.chat``; in a worker thread unless the request
-    is :func:`light`: rendering, tokenizing and compiling a grammar never hold the event
-    loop for long)."""
+    is :func:`light` and nothing else is generating: rendering, tokenizing and compiling a
+    grammar never hold the event loop for long, nor the other requests' tokens)."""
 
     def prepare() -> Job:  # the messages and settings too: a logit_bias can be long
         msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
         return server.preparer.chat(msgs, **chat_kwargs(server, body))
 
-    job = await off_loop_if_heavy(body, body["messages"], prepare)
+    engine = server.engine
+    if engine is not None and (engine.n_processing or engine.n_waiting):
+        # Other requests are generating: their tokens wait while the loop renders (a
+        # chat template takes about a millisecond), so the render goes to a thread.
+        job = await asyncio.to_thread(prepare)
+    else:
+        job = await off_loop_if_heavy(body, body["messages"], prepare)
     job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
     return with_generation_fields(job, body, server)
 
