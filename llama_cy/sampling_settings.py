@@ -138,11 +138,19 @@ SAMPLING_SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SAMPLING_SETTINGS}
+#: each setting's type and range, for :func:`check`'s common case
+_RULES: dict[str, tuple[type, float | None, float | None]] = {
+    s.name: (s.type, s.lo, s.hi) for s in SAMPLING_SETTINGS
+}
+_PROFILES: tuple[Profile, ...] = ("completion", "chat", "server")
+_DEFAULTS: dict[Profile, dict[str, Any]] = {
+    p: {s.name: s.default_for(p) for s in SAMPLING_SETTINGS} for p in _PROFILES
+}
 
 
 def defaults(profile: Profile) -> dict[str, Any]:
-    """Every setting's default for ``profile``, by Python name."""
-    return {s.name: s.default_for(profile) for s in SAMPLING_SETTINGS}
+    """Every setting's default for ``profile``, by Python name (a new dict)."""
+    return dict(_DEFAULTS[profile])
 
 
 def server_names() -> dict[str, str]:
@@ -152,20 +160,35 @@ def server_names() -> dict[str, str]:
 
 def check(values: Mapping[str, Any]) -> None:
     """ValueError for a value of the wrong type or outside its setting's range."""
+    # Every request checks every setting: a plain int or float in range passes at once.
     for name, value in values.items():
-        s = _BY_NAME.get(name)
-        if s is None or value is None:
+        rule = _RULES.get(name)
+        if rule is None or value is None:
             continue
-        if s.type is tuple:
-            if isinstance(value, str) or not all(isinstance(x, str) for x in value):
-                raise ValueError(f"{name} must be a list of strings")
+        kind, lo, hi = rule
+        t = type(value)
+        if (
+            ((t is int and kind is not tuple) or (t is float and kind is float))
+            and math.isfinite(value)
+            and (lo is None or value >= lo)
+            and (hi is None or value <= hi)
+        ):
             continue
-        number = (int,) if s.type is int else (int, float)
-        if isinstance(value, bool) or not isinstance(value, number):
-            raise ValueError(f"{name} must be {'an integer' if s.type is int else 'a number'}")
-        if not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, not {value}")
-        if (s.lo is not None and value < s.lo) or (s.hi is not None and value > s.hi):
-            lo = "-inf" if s.lo is None else f"{s.lo:g}"
-            hi = "inf" if s.hi is None else f"{s.hi:g}"
-            raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")
+        _check_one(_BY_NAME[name], value)
+
+
+def _check_one(s: Setting, value: Any) -> None:
+    name = s.name
+    if s.type is tuple:
+        if isinstance(value, str) or not all(isinstance(x, str) for x in value):
+            raise ValueError(f"{name} must be a list of strings")
+        return
+    number = (int,) if s.type is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, number):
+        raise ValueError(f"{name} must be {'an integer' if s.type is int else 'a number'}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, not {value}")
+    if (s.lo is not None and value < s.lo) or (s.hi is not None and value > s.hi):
+        lo = "-inf" if s.lo is None else f"{s.lo:g}"
+        hi = "inf" if s.hi is None else f"{s.hi:g}"
+        raise ValueError(f"{name} must be in [{lo}, {hi}], got {value}")

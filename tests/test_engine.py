@@ -266,11 +266,11 @@ def _saves_and_tokens_of_a_new_task(tiny: lc.LlamaModel, unified: bool) -> list[
             events.append(("save", slot.id))
             return save(slot)
 
-        def flushing() -> None:
+        def flushing(*, wait: bool = True) -> None:
             events.extend(
                 ("token", -1) for _, c in engine._outbox if isinstance(c, CompletionChunk)
             )
-            flush()
+            flush(wait=wait)
 
         cache.save = saving  # type: ignore[method-assign]
         engine._flush = flushing  # type: ignore[method-assign]

@@ -401,7 +401,7 @@ class Engine:
                     while self._queue and now - self._queue[0].created > timeout:
                         error = QueueFullError(f"no slot became free in {timeout:g} s")
                         self._outbox.append((self._queue.popleft(), error))
-                    self._flush()
+                    self._flush(wait=False)  # under the lock: no waiting for a loop
                 i = 0
                 while i < len(self._queue) and any(t is None for t in self.tasks):
                     task = self._queue[i]
@@ -411,7 +411,7 @@ class Engine:
                         _log.exception("choosing a slot failed")
                         del self._queue[i]
                         self._outbox.append((task, exc))
-                        self._flush()
+                        self._flush(wait=False)  # under the lock: no waiting for a loop
                         continue
                     if slot is None and not task.cancelled:  # its slot is busy
                         i += 1
@@ -423,7 +423,7 @@ class Engine:
                         except Exception as exc:  # this request only
                             slot.failed()
                             self._outbox.append((task, exc))
-                            self._flush()
+                            self._flush(wait=False)  # under the lock: no waiting for a loop
                 if any(t is not None for t in self.tasks):
                     return True
                 if any(self.tasks[c[0]] is None for c in self._calls):
@@ -613,8 +613,10 @@ class Engine:
             self._lora_active = scales
         return [s for s in busy if self._slot_lora[s.id] == scales]
 
-    def _flush(self) -> None:
-        """Hand the outbox to the clients' event loops, one call per loop."""
+    def _flush(self, *, wait: bool = True) -> None:
+        """Hand the outbox to the clients' event loops, one call per loop (and, unless
+        not ``wait``, wait for a streamed request's first chunk to be sent: see
+        ``_hand_over``)."""
         if not self._outbox:
             return
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Task, Any]]] = {}
@@ -628,7 +630,7 @@ class Engine:
         sent: list[threading.Event] = []
         for loop, items in by_loop.items():
             try:
-                if first and self._hand_over:
+                if first and wait and self._hand_over:
                     sent.append(threading.Event())
                     loop.call_soon_threadsafe(deliver_then, items, sent[-1])
                 else:

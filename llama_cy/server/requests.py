@@ -179,16 +179,17 @@ def choice(job: Job, j: int) -> Job:
     return replace(job, params=replace(job.params, seed=(seed + j) % 2**32))
 
 
-def with_generation_fields(job: Job, body: Mapping[str, Any], server: Server) -> Job:
+def with_generation_fields(job: Job, body: Mapping[str, Any], server: Server, **fields: Any) -> Job:
     """``job`` with the request's llama-server fields that end or shift its text:
     ``n_indent`` and ``t_max_predict_ms`` (0 or less: off), ``n_keep`` (the server's
-    ``--keep`` where it gives none) and ``n_discard``."""
+    ``--keep`` where it gives none) and ``n_discard``; and ``fields``, in the same copy."""
     return replace(
         job,
         n_indent=max(0, body.get("n_indent") or 0),
         t_max_predict_ms=max(0, body.get("t_max_predict_ms") or 0),
         n_keep=body.get("n_keep", server.settings.keep),
         n_discard=body.get("n_discard") or 0,
+        **fields,
     )
 
 
@@ -258,8 +259,8 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
         job = await asyncio.to_thread(prepare)
     else:
         job = await off_loop_if_heavy(body, body["messages"], prepare)
-    job = replace(job, post_sampling_probs=bool(body.get("post_sampling_probs")))
-    return with_generation_fields(job, body, server)
+    post = bool(body.get("post_sampling_probs"))
+    return with_generation_fields(job, body, server, post_sampling_probs=post)
 
 
 def chat_parser(job: Job, body: Mapping[str, Any]) -> ChatParser:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -319,13 +318,14 @@ def prepare_native(server: Server, tokens: list[int], body: dict[str, Any]) -> J
     delims = [d for d in body.get("message_delimiters") or () if isinstance(d, dict)]
     if any(not isinstance(d.get(k, ""), str) for d in delims for k in ("role", "delimiter")):
         raise ApiError(400, "message_delimiters: role and delimiter are strings")
-    job = replace(
+    return with_generation_fields(
         job,
+        body,
+        server,
         post_sampling_probs=bool(body.get("post_sampling_probs")),
         message_delimiters=tuple((d.get("role", ""), d.get("delimiter", "")) for d in delims),
         preserved=preserved,
     )
-    return with_generation_fields(job, body, server)
 
 
 #: A /tokenize text (a /detokenize list) longer than this is handled off the event loop.
