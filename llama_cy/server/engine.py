@@ -614,9 +614,8 @@ class Engine:
         return [s for s in busy if self._slot_lora[s.id] == scales]
 
     def _flush(self, *, wait: bool = True) -> None:
-        """Hand the outbox to the clients' event loops, one call per loop (and, unless
-        not ``wait``, wait for a streamed request's first chunk to be sent: see
-        ``_hand_over``)."""
+        """Hand the outbox to the clients' event loops, one call per loop; with ``wait``
+        (where ``_hand_over`` is on), until a streamed request's first chunk is sent."""
         if not self._outbox:
             return
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Task, Any]]] = {}
