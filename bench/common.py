@@ -141,10 +141,11 @@ def prepare_xlc() -> Path | None:
     return _install(python, f"xllamacpp=={XLC_VERSION}")
 
 
-def _install(python: Path, requirement: str) -> Path | None:
-    """pip installs ``requirement`` into ``python``'s environment; None, with pip's reason
-    printed, where it cannot (the peer is then left out of the run, not the run stopped)."""
-    pip = [str(python), "-m", "pip", "install", "-q", requirement]
+def _install(python: Path, requirement: str, *more: str) -> Path | None:
+    """pip installs ``requirement`` (and ``more``) into ``python``'s environment; None,
+    with pip's reason printed, where it cannot (the peer is then left out of the run, not
+    the run stopped)."""
+    pip = [str(python), "-m", "pip", "install", "-q", requirement, *more]
     done = subprocess.run(pip, capture_output=True, text=True)
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
@@ -161,7 +162,7 @@ def prepare_cyllama() -> Path | None:
     probe = [
         str(python),
         "-c",
-        "import cyllama, importlib.metadata as m; print(m.version('cyllama'))",
+        "import cyllama, numpy, importlib.metadata as m; print(m.version('cyllama'))",
     ]
     done = subprocess.run(probe, capture_output=True, text=True) if python.is_file() else None
     if done is not None and done.returncode == 0 and done.stdout.strip() == CYLLAMA_VERSION:
@@ -174,7 +175,9 @@ def prepare_cyllama() -> Path | None:
         print("cyllama left out: it needs CPython >= 3.12, and none was found", flush=True)
         return None
     subprocess.run([base, "-m", "venv", "--clear", str(venv)], check=True)
-    return _install(python, f"cyllama=={CYLLAMA_VERSION}")
+    # peer_child's cyllama loop reads logits through NumPy, which cyllama's wheel does
+    # not require
+    return _install(python, f"cyllama=={CYLLAMA_VERSION}", "numpy")
 
 
 def child(script: str, python: Path, **kw: Any) -> dict[str, Any]:
