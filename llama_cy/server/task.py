@@ -94,7 +94,8 @@ def deliver(items: list[tuple[Task, Any]]) -> None:
 
 def deliver_then(items: list[tuple[Task, Any]], done: threading.Event) -> None:
     """:func:`deliver`, then set ``done`` once the readers it woke have had their turn
-    (their callbacks were queued before this one's): what they send is written."""
+    (their callbacks were queued before this one's): what they send at once is written
+    (a reader that awaits other work first, such as a worker thread, is not waited for)."""
     deliver(items)
     asyncio.get_running_loop().call_soon(done.set)
 
