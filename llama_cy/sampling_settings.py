@@ -138,10 +138,6 @@ SAMPLING_SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SAMPLING_SETTINGS}
-#: each setting's type and range, for :func:`check`'s common case
-_RULES: dict[str, tuple[type, float | None, float | None]] = {
-    s.name: (s.type, s.lo, s.hi) for s in SAMPLING_SETTINGS
-}
 _PROFILES: tuple[Profile, ...] = ("completion", "chat", "server")
 _DEFAULTS: dict[Profile, dict[str, Any]] = {
     p: {s.name: s.default_for(p) for s in SAMPLING_SETTINGS} for p in _PROFILES
@@ -162,19 +158,18 @@ def check(values: Mapping[str, Any]) -> None:
     """ValueError for a value of the wrong type or outside its setting's range."""
     # Every request checks every setting: a plain int or float in range passes at once.
     for name, value in values.items():
-        rule = _RULES.get(name)
-        if rule is None or value is None:
+        s = _BY_NAME.get(name)
+        if s is None or value is None:
             continue
-        kind, lo, hi = rule
-        t = type(value)
+        kind, t = s.type, type(value)
         if (
             ((t is int and kind is not tuple) or (t is float and kind is float))
             and math.isfinite(value)
-            and (lo is None or value >= lo)
-            and (hi is None or value <= hi)
+            and (s.lo is None or value >= s.lo)
+            and (s.hi is None or value <= s.hi)
         ):
             continue
-        _check_one(_BY_NAME[name], value)
+        _check_one(s, value)
 
 
 def _check_one(s: Setting, value: Any) -> None:

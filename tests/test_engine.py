@@ -5,7 +5,6 @@ model afterwards."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -128,7 +127,7 @@ def test_a_streamed_requests_first_chunk_is_sent_before_the_next_step(
     answer sent whole (not streamed) is not waited for: the steps go on."""
     monkeypatch.setattr(engine_module, "_HAND_OVER_S", 60.0)
     prep = Preparer(tiny, profile="server")
-    cpus = len(os.sched_getaffinity(0))
+    cpus = lc.available_cpus()
     settings = EngineSettings(cache_ram=0)
     engine = Engine(tiny, slots=2, settings=settings, n_ctx=512, n_threads=cpus)
     engine.start()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from llama_cy._adapter import LoraAdapter
+from llama_cy._backend import available_cpus
 from llama_cy._batch import LlamaBatch
 from llama_cy._context import LlamaContext
 from llama_cy._model import LlamaModel
@@ -652,9 +652,6 @@ class Engine:
 
 
 def _pool_fills_cpus(ctx: LlamaContext) -> bool:
-    """Whether ``ctx``'s threadpools have a thread for each CPU this process may run on."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform: every CPU
-        cpus = os.cpu_count() or 1
-    return max(ctx.n_threads, ctx.n_threads_batch) >= cpus
+    """Whether ``ctx``'s threadpools have a thread for each CPU this process may keep
+    busy (its affinity, and a container's CPU quota)."""
+    return max(ctx.n_threads, ctx.n_threads_batch) >= available_cpus()
