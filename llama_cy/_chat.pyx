@@ -9,8 +9,9 @@ that does not parse, a message list of the wrong shape, a schema with a bad ``$r
 """
 
 import json
+import os
 
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libcpp cimport bool as cbool
 from libcpp.string cimport string
@@ -53,6 +54,18 @@ cdef extern from "_chat_shim.h" nogil:
         string parse(const string &text, cbool is_partial) except +
         vector[delta] update(const string &text, cbool is_partial) except +
         string message() except +
+
+
+cdef extern from "_render_pool.h" nogil:
+    cdef cppclass render_done "lcy::render_done":
+        uint64_t ticket
+        cbool ok
+        string out
+
+    cdef cppclass render_pool "lcy::render_pool":
+        render_pool(int n_threads, int wake_fd) except +
+        void submit(uint64_t ticket, const common_chat_templates *tmpls, string request) except +
+        vector[render_done] collect() except +
 
 
 def common_log_verbosity(int level):
@@ -123,6 +136,80 @@ cdef class ChatTemplates:
         except Exception as exc:
             raise ValueError(str(exc)) from None
         return json.loads(_str(out))
+
+
+cdef class ChatRenderPool:
+    """:meth:`ChatTemplates.apply` on native threads, for an event loop: a render
+    neither waits for the GIL to start nor holds it to finish.
+
+    :meth:`submit` queues a request and gives its ticket; when :meth:`fileno` is
+    readable, :meth:`collect` gives every finished render as ``(ticket, result)``, the
+    result being what ``apply`` returns or the ValueError it raises. The templates stay
+    alive until their render is collected. RuntimeError where the platform has no pipe
+    to wake a loop with (Windows).
+    """
+
+    cdef render_pool *ptr
+    cdef int read_fd
+    cdef int write_fd
+    cdef uint64_t next_ticket
+    cdef dict rendering  # ticket -> ChatTemplates: alive while a thread reads them
+
+    def __cinit__(self, int n_threads):
+        self.ptr = NULL
+        self.read_fd = self.write_fd = -1
+        if n_threads < 1:
+            raise ValueError(f"a render pool needs at least 1 thread, not {n_threads}")
+        self.rendering = {}
+        self.next_ticket = 0
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+        try:
+            self.ptr = new render_pool(n_threads, self.write_fd)
+        except Exception as exc:
+            raise RuntimeError(str(exc)) from None
+
+    def __dealloc__(self):
+        del self.ptr  # joins, after the renders in progress (their templates are held)
+        self.ptr = NULL
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                os.close(fd)
+
+    def fileno(self):
+        """The pipe end that is readable once a render has finished."""
+        return self.read_fd
+
+    def submit(self, ChatTemplates templates not None, request):
+        """Queue ``templates.apply(request)``; its ticket."""
+        cdef string req = _utf8(json.dumps(request, ensure_ascii=False))
+        cdef uint64_t ticket = self.next_ticket
+        self.next_ticket += 1
+        self.rendering[ticket] = templates
+        try:
+            self.ptr.submit(ticket, templates.ptr, req)
+        except BaseException:
+            del self.rendering[ticket]
+            raise
+        return ticket
+
+    def collect(self):
+        """The renders finished since the last call: ``(ticket, dict or ValueError)``."""
+        try:
+            while os.read(self.read_fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        cdef vector[render_done] done = self.ptr.collect()
+        out = []
+        for d in done:
+            del self.rendering[d.ticket]
+            if d.ok:
+                out.append((d.ticket, json.loads(_str(d.out))))
+            else:
+                out.append((d.ticket, ValueError(_str(d.out))))
+        return out
 
 
 cdef class ChatOutputParser:

@@ -14,11 +14,11 @@ every chat request.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from llama_cy._chat import ChatOutputParser, ChatTemplates, chat_builtin_templates
 from llama_cy._model import LlamaModel
@@ -31,12 +31,16 @@ __all__ = [
     "ChatMessage",
     "ChatParser",
     "ChatPrompt",
+    "ChatRender",
     "ChatTemplate",
     "GrammarTrigger",
     "ToolCall",
     "chat_builtin_templates",
     "chat_format_names",
+    "render_here",
 ]
+
+T = TypeVar("T")
 
 #: llama-cpp-python's ``chat_format`` names and the llama.cpp built-in template for each.
 CHAT_FORMATS = {
@@ -264,6 +268,11 @@ class ChatTemplate:
         """The model's separate tool-use template, if it has one ("" otherwise)."""
         return str(self._tmpls.source("tool_use"))
 
+    @property
+    def templates(self) -> ChatTemplates:
+        """llama.cpp's templates object, whose ``apply`` renders a :meth:`request`."""
+        return self._tmpls
+
     @cached_property
     def caps(self) -> dict[str, bool]:
         """What the template supports, as llama-server's ``/props`` reports it."""
@@ -297,6 +306,41 @@ class ChatTemplate:
         tools taken apart, and parsed as content only). ValueError
         for what the engine refuses (a malformed message, a grammar with tools, ...).
         """
+        request = self.request(
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            json_schema=json_schema,
+            grammar=grammar,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=continue_final_message,
+            reasoning_format=reasoning_format,
+            enable_thinking=enable_thinking,
+            chat_template_kwargs=chat_template_kwargs,
+            force_pure_content=force_pure_content,
+        )
+        return self.prompt(request, self._tmpls.apply(request))
+
+    def request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str = "auto",
+        parallel_tool_calls: bool | None = None,
+        json_schema: Mapping[str, Any] | None = None,
+        grammar: str | None = None,
+        add_generation_prompt: bool = True,
+        continue_final_message: bool | str | None = None,
+        reasoning_format: str = "auto",
+        enable_thinking: bool = True,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        force_pure_content: bool = False,
+    ) -> dict[str, Any]:
+        """What :meth:`apply` asks llama.cpp's chat engine for (the arguments checked):
+        give it to :meth:`ChatTemplates.apply` on :attr:`templates`, or to a
+        :class:`~llama_cy._chat.ChatRenderPool`, and the result to :meth:`prompt`."""
         if tool_choice not in ("auto", "required", "none"):
             raise ValueError(
                 f"tool_choice must be 'auto', 'required' or 'none', not {tool_choice!r}"
@@ -320,7 +364,11 @@ class ChatTemplate:
         }
         if continue_final_message is not None:
             request["continue_final_message"] = continue_final_message
-        r = self._tmpls.apply(request)
+        return request
+
+    def prompt(self, request: Mapping[str, Any], rendered: Mapping[str, Any]) -> ChatPrompt:
+        """The :class:`ChatPrompt` of ``rendered``, what the chat engine gave for
+        ``request`` (:meth:`request`)."""
         kinds = {
             _TRIGGER_TOKEN: "token",
             _TRIGGER_WORD: "word",
@@ -328,25 +376,54 @@ class ChatTemplate:
             _TRIGGER_PATTERN_FULL: "pattern_full",
         }
         return ChatPrompt(
-            prompt=r["prompt"],
-            format=r["format"],
-            format_name=r["format_name"],
-            grammar=r["grammar"],
-            grammar_lazy=r["grammar_lazy"],
+            prompt=rendered["prompt"],
+            format=rendered["format"],
+            format_name=rendered["format_name"],
+            grammar=rendered["grammar"],
+            grammar_lazy=rendered["grammar_lazy"],
             grammar_triggers=tuple(
                 GrammarTrigger(kinds[t["type"]], t["value"], t["pattern"])
-                for t in r["grammar_triggers"]
+                for t in rendered["grammar_triggers"]
             ),
-            preserved_tokens=tuple(r["preserved_tokens"]),
-            additional_stops=tuple(r["additional_stops"]),
-            generation_prompt=r["generation_prompt"],
-            parser=r["parser"],
-            supports_thinking=r["supports_thinking"],
-            thinking_start_tag=r["thinking_start_tag"],
-            thinking_end_tags=tuple(r["thinking_end_tags"]),
-            reasoning_format=reasoning_format,
-            message_delimiters=tuple((d["role"], d["delimiter"]) for d in r["message_delimiters"]),
+            preserved_tokens=tuple(rendered["preserved_tokens"]),
+            additional_stops=tuple(rendered["additional_stops"]),
+            generation_prompt=rendered["generation_prompt"],
+            parser=rendered["parser"],
+            supports_thinking=rendered["supports_thinking"],
+            thinking_start_tag=rendered["thinking_start_tag"],
+            thinking_end_tags=tuple(rendered["thinking_end_tags"]),
+            reasoning_format=request["reasoning_format"],
+            message_delimiters=tuple(
+                (d["role"], d["delimiter"]) for d in rendered["message_delimiters"]
+            ),
         )
+
+
+@dataclass(frozen=True)
+class ChatRender:
+    """One render a preparation asks for: ``templates.apply(request)``. A preparation
+    written as a generator yields these and is sent each result back, so that the
+    caller chooses where the render runs (:func:`render_here`, or a server's native
+    threads)."""
+
+    templates: ChatTemplates
+    request: dict[str, Any]
+
+
+def render_here(steps: Generator[ChatRender, dict[str, Any], T]) -> T:
+    """What ``steps`` returns, each render done in this thread (the GIL released)."""
+    try:
+        render = next(steps)
+        while True:
+            try:
+                rendered = render.templates.apply(render.request)
+            except ValueError as exc:
+                render = steps.throw(exc)
+            else:
+                render = steps.send(rendered)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
 
 
 class ChatParser:

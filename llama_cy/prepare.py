@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 from llama_cy._bitmap import Bitmap
 from llama_cy._model import LlamaModel
 from llama_cy._mtmd import MtmdContext
-from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatTemplate
+from llama_cy.chat import REASONING_FORMATS, ChatPrompt, ChatRender, ChatTemplate, render_here
 from llama_cy.chat_sampling import chat_grammar, chat_reasoning_budget
 from llama_cy.errors import InvalidTokenError, MediaError
 from llama_cy.flags import default as _flag
@@ -360,6 +359,12 @@ class Preparer:
         return out, self.bitmaps(files)
 
     def chat_prompt(
+        self, messages: Sequence[Mapping[str, Any]], **options: Any
+    ) -> tuple[ChatPrompt, bool]:
+        """:meth:`chat_prompt_steps` with each render done in this thread."""
+        return render_here(self.chat_prompt_steps(messages, **options))
+
+    def chat_prompt_steps(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
@@ -375,7 +380,7 @@ class Preparer:
         reasoning_effort: str | None = None,
         add_generation_prompt: bool | None = None,
         continue_final_message: bool | str | None = None,
-    ) -> tuple[ChatPrompt, bool]:
+    ) -> Generator[ChatRender, dict[str, Any], tuple[ChatPrompt, bool]]:
         """The rendered chat for a request (what llama-server's ``/apply-template``
         shows), and whether its reply is to be read for tool calls.
 
@@ -446,9 +451,8 @@ class Preparer:
                 kwargs.pop("reasoning_effort", None)
             elif reasoning_effort:
                 kwargs["reasoning_effort"] = reasoning_effort
-        render = partial(
-            self.template.apply,
-            messages,
+        template = self.template
+        options: dict[str, Any] = dict(
             add_generation_prompt=add_gen,
             continue_final_message=continue_final_message or None,
             tools=tools or None,
@@ -459,7 +463,12 @@ class Preparer:
             chat_template_kwargs=kwargs,
             force_pure_content=self.force_pure_content,
         )
-        prompt = render(tool_choice=choice if tools else "auto")
+
+        def render(tool_choice: str) -> Generator[ChatRender, dict[str, Any], ChatPrompt]:
+            request = template.request(messages, tool_choice=tool_choice, **options)
+            return template.prompt(request, (yield ChatRender(template.templates, request)))
+
+        prompt = yield from render(choice if tools else "auto")
         if named:
             # OpenAI's named function (and llama-cpp-python's): the reply is that call,
             # from its first token. The family's lazy grammar, applied from the start,
@@ -471,10 +480,15 @@ class Preparer:
                     prompt, grammar_lazy=False, grammar_triggers=(), grammar_root=one, prefill=False
                 )
             else:
-                prompt = render(tool_choice="required")
+                prompt = yield from render("required")
         return prompt, bool(tools) and choice != "none"
 
-    def chat(
+    def chat(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> Job:
+        """A chat completion's job: :meth:`chat_steps` with each render done in this
+        thread."""
+        return render_here(self.chat_steps(messages, **options))
+
+    def chat_steps(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
@@ -497,8 +511,10 @@ class Preparer:
         add_generation_prompt: bool | None = None,
         continue_final_message: bool | str | None = None,
         **sampling: Any,
-    ) -> Job:
-        """A chat completion's job, rendered by llama.cpp's chat engine.
+    ) -> Generator[ChatRender, dict[str, Any], Job]:
+        """A chat completion's job, rendered by llama.cpp's chat engine: a generator
+        that yields each :class:`~llama_cy.chat.ChatRender` it needs and is sent the
+        result, so that the caller chooses the thread (:meth:`chat` renders in its own).
 
         ``tools``/``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or a named
         function) and ``parallel_tool_calls`` give the model family's tool-call grammar
@@ -516,7 +532,7 @@ class Preparer:
         """
         grammar = sampling.pop("grammar", None)
         messages, bitmaps = self.split_media(messages)
-        prompt, parse_tools = self.chat_prompt(
+        prompt, parse_tools = yield from self.chat_prompt_steps(
             messages,
             functions=functions,
             function_call=function_call,

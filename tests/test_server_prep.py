@@ -1,18 +1,20 @@
 """Where the server prepares a request: a light one on the event loop (a thread trip each
-way would cost more than the work), a chat on a worker thread while other requests
-generate (its template's render would hold their tokens back)."""
+way would cost more than the work), but a chat's render on a native thread while other
+requests generate (it would hold their tokens back, and a Python thread would wait for
+the GIL and for the loop)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from llama_cy._chat import ChatTemplates
 from llama_cy.server.app import create_app
 from llama_cy.server.settings import ServerSettings, load_model
 
@@ -30,24 +32,34 @@ def client(tiny_model_path: Path) -> Iterator[TestClient]:
         model.close()
 
 
+class _SpyTemplates(ChatTemplates):
+    """The model's templates, recording the Python threads that render with them (a
+    native render thread reads them without calling Python)."""
+
+    threads: list[str]
+
+    def apply(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        self.threads.append(threading.current_thread().name)
+        return super().apply(request)
+
+
 def _render_threads(client: TestClient) -> tuple[list[str], list[str]]:
-    """Record the thread of each route call (the event loop's) and of each chat render."""
+    """Record the thread of each route call (the event loop's) and of each chat render
+    done in Python."""
     server: Any = client.app.state.server  # type: ignore[attr-defined]
     loop: list[str] = []
-    render: list[str] = []
-    generating, chat = server.generating, server.preparer.chat
+    generating = server.generating
 
     def on_loop() -> Any:
         loop.append(threading.current_thread().name)
         return generating()
 
-    def rendered(*args: Any, **kwargs: Any) -> Any:
-        render.append(threading.current_thread().name)
-        return chat(*args, **kwargs)
-
+    template = server.preparer.template
+    spy = _SpyTemplates(server.model)
+    spy.threads = []
+    template._tmpls = spy
     server.generating = on_loop
-    server.preparer.chat = rendered
-    return loop, render
+    return loop, spy.threads
 
 
 def test_a_lone_chat_is_rendered_on_the_event_loop(client: TestClient) -> None:
@@ -57,10 +69,12 @@ def test_a_lone_chat_is_rendered_on_the_event_loop(client: TestClient) -> None:
     assert set(loop) == set(render)  # one thread
 
 
-def test_a_chat_is_rendered_off_the_loop_while_another_request_generates(
+def test_a_chat_is_rendered_on_a_native_thread_while_another_request_generates(
     client: TestClient,
 ) -> None:
-    engine: Any = client.app.state.server.engine  # type: ignore[attr-defined]
+    server: Any = client.app.state.server  # type: ignore[attr-defined]
+    engine = server.engine
+    assert server.chat_renders is not None  # this platform has the native threads
     long = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True}
     other = threading.Thread(target=client.post, args=("/completion",), kwargs={"json": long})
     other.start()
@@ -70,10 +84,54 @@ def test_a_chat_is_rendered_off_the_loop_while_another_request_generates(
             assert time.monotonic() < deadline, "the long request never started"
             time.sleep(0.001)
         loop, render = _render_threads(client)
-        assert client.post("/v1/chat/completions", json=CHAT).status_code == 200
+        reply = client.post("/v1/chat/completions", json=CHAT)
+        assert reply.status_code == 200
         assert engine.n_processing, "the long request ended first: nothing was generating"
-        assert len(render) == 1
-        assert len(set(loop)) == 1
-        assert render[0] not in loop
+        assert loop  # the route ran
+        assert render == []  # rendered, but not by Python
+        assert reply.json()["usage"]["prompt_tokens"] > 3  # the rendered chat, tokenized
     finally:
         other.join()
+
+
+#: a template that refuses one word, as a model's template refuses a role
+_RAISES = (
+    "{% for m in messages %}{% if m.content == 'boom' %}{{ raise_exception('no booms here') }}"
+    "{% endif %}<|{{ m.role }}|>{{ m.content }}{% endfor %}<|assistant|>"
+)
+
+
+def test_a_render_that_fails_on_a_native_thread_answers_as_on_the_loop(
+    tiny_model_path: Path,
+) -> None:
+    settings = ServerSettings(
+        model=str(tiny_model_path), ctx_size=1024, parallel=2, threads=1, chat_template=_RAISES
+    )
+    model = load_model(settings)
+    boom = {"messages": [{"role": "user", "content": "boom"}], "max_tokens": 1}
+    try:
+        with TestClient(create_app(model, settings)) as client:
+            alone = client.post("/v1/chat/completions", json=boom)
+            assert alone.status_code == 400
+            assert "no booms here" in alone.text
+            engine: Any = client.app.state.server.engine  # type: ignore[attr-defined]
+            long = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True}
+            other = threading.Thread(
+                target=client.post, args=("/completion",), kwargs={"json": long}
+            )
+            other.start()
+            try:
+                deadline = time.monotonic() + 30
+                while not engine.n_processing:
+                    assert time.monotonic() < deadline, "the long request never started"
+                    time.sleep(0.001)
+                busy = client.post("/v1/chat/completions", json=boom)
+                assert engine.n_processing, "the long request ended first"
+                assert busy.status_code == alone.status_code
+                assert busy.json() == alone.json()
+                fine = {**boom, "messages": [{"role": "user", "content": "fine"}]}
+                assert client.post("/v1/chat/completions", json=fine).status_code == 200
+            finally:
+                other.join()
+    finally:
+        model.close()

@@ -28,10 +28,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from llama_cy._backend import available_cpus
 from llama_cy._model import LlamaModel
 from llama_cy._server_tools import ServerTools
 from llama_cy.errors import ContextOverflowError, KVCacheFullError
 from llama_cy.server import ui, vertex
+from llama_cy.server.chat_renders import ChatRenders
 from llama_cy.server.core import Endpoint, RouteSpec, Server, start_tools
 from llama_cy.server.engine import QueueFullError
 from llama_cy.server.gate import UI_PATHS, Gate
@@ -226,6 +228,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         server.start()
+        server.chat_renders = ChatRenders.start(available_cpus())  # a render is CPU-bound
         watcher = None
         if settings.sleep_idle_seconds > 0:
             watcher = asyncio.create_task(server.watch_idle())
@@ -235,6 +238,9 @@ def create_app(
             if watcher is not None:
                 watcher.cancel()
             server.streams.close()
+            if server.chat_renders is not None:
+                server.chat_renders.close()
+                server.chat_renders = None
             await asyncio.to_thread(server.close)
 
     prefix = settings.api_prefix

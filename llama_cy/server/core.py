@@ -32,6 +32,7 @@ from llama_cy.embedding import Embedder
 from llama_cy.media import MediaSource
 from llama_cy.sampling import eog_bias
 from llama_cy.sampling_settings import SAMPLING_SETTINGS
+from llama_cy.server.chat_renders import ChatRenders
 from llama_cy.server.engine import Engine
 from llama_cy.server.engine_settings import EngineSettings
 from llama_cy.server.modalities import architecture, media_marker
@@ -119,6 +120,9 @@ class Server:
         self.props_cache: dict[str, Any] = {}
         #: resumable streams by conversation id (X-Conversation-Id), kept while asleep
         self.streams = StreamSessions()
+        #: chat renders on native threads, while the app's lifespan runs (None: on
+        #: Python worker threads)
+        self.chat_renders: ChatRenders | None = None
 
     def _build(self) -> None:
         """The preparer, the adapters and the engine (or embedder) over ``self.model``."""

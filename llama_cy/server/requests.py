@@ -5,13 +5,13 @@ checked fields, the sampler settings by their Python names, the adapter scales, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from llama_cy.chat import ChatParser
+from llama_cy.chat import ChatParser, ChatRender, render_here
 from llama_cy.generation import Job
 from llama_cy.sampling import MinTokensLogitsProcessor
 from llama_cy.sampling_settings import SAMPLING_SETTINGS, server_names
@@ -244,21 +244,29 @@ async def off_loop_if_heavy(body: Mapping[str, Any], text: Any, fn: Callable[[],
 
 
 async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: bool = False) -> Job:
-    """A checked chat body's job (``Preparer.chat``; in a worker thread unless the request
-    is :func:`light` and nothing else is generating: rendering, tokenizing and compiling a
-    grammar never hold the event loop for long, nor the other requests' tokens)."""
+    """A checked chat body's job (``Preparer.chat``). A :func:`light` request is prepared
+    on the event loop, but while others generate its render goes to the server's native
+    render threads (their tokens would wait behind it); any other in a worker thread:
+    rendering, tokenizing and compiling a grammar never hold the loop for long."""
 
-    def prepare() -> Job:  # the messages and settings too: a logit_bias can be long
+    def steps() -> Generator[ChatRender, dict[str, Any], Job]:
+        # the messages and settings checked where this runs: a logit_bias can be long
         msgs = chat_messages(server, body["messages"], allow_empty=allow_empty)
-        return server.preparer.chat(msgs, **chat_kwargs(server, body))
+        return server.preparer.chat_steps(msgs, **chat_kwargs(server, body))
+
+    def prepare() -> Job:
+        return render_here(steps())
 
     engine = server.engine
-    if engine is not None and (engine.n_processing or engine.n_waiting):
-        # Other requests are generating: their tokens wait while the loop renders (a
-        # chat template takes about a millisecond), so the render goes to a thread.
+    busy = engine is not None and (engine.n_processing or engine.n_waiting)
+    if not light(body, body["messages"]):
+        job = await asyncio.to_thread(prepare)
+    elif busy and server.chat_renders is not None:
+        job = await server.chat_renders.run(steps())
+    elif busy:
         job = await asyncio.to_thread(prepare)
     else:
-        job = await off_loop_if_heavy(body, body["messages"], prepare)
+        job = prepare()
     post = bool(body.get("post_sampling_probs"))
     return with_generation_fields(job, body, server, post_sampling_probs=post)
 
