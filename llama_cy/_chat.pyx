@@ -160,6 +160,8 @@ cdef class ChatRenderPool:
         self.read_fd = self.write_fd = -1
         if n_threads < 1:
             raise ValueError(f"a render pool needs at least 1 thread, not {n_threads}")
+        if os.name == "nt":  # the pipe would not wake a proactor loop
+            raise RuntimeError("chat renders on native threads need a POSIX pipe")
         self.rendering = {}
         self.next_ticket = 0
         self.read_fd, self.write_fd = os.pipe()

@@ -20,7 +20,12 @@ from functools import cached_property
 from importlib import resources
 from typing import Any, TypeVar
 
-from llama_cy._chat import ChatOutputParser, ChatTemplates, chat_builtin_templates
+from llama_cy._chat import (
+    ChatOutputParser,
+    ChatRenderPool,
+    ChatTemplates,
+    chat_builtin_templates,
+)
 from llama_cy._model import LlamaModel
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "ChatParser",
     "ChatPrompt",
     "ChatRender",
+    "ChatRenderPool",
     "ChatTemplate",
     "GrammarTrigger",
     "ToolCall",
@@ -340,7 +346,7 @@ class ChatTemplate:
     ) -> dict[str, Any]:
         """What :meth:`apply` asks llama.cpp's chat engine for (the arguments checked):
         give it to :meth:`ChatTemplates.apply` on :attr:`templates`, or to a
-        :class:`~llama_cy._chat.ChatRenderPool`, and the result to :meth:`prompt`."""
+        :class:`~ChatRenderPool`, and the result to :meth:`prompt`."""
         if tool_choice not in ("auto", "required", "none"):
             raise ValueError(
                 f"tool_choice must be 'auto', 'required' or 'none', not {tool_choice!r}"

@@ -15,8 +15,8 @@ import pytest
 from child import run_python
 
 from llama_cy import LlamaModel
-from llama_cy._chat import ChatRenderPool, ChatTemplates
-from llama_cy.chat import ChatTemplate
+from llama_cy._chat import ChatTemplates
+from llama_cy.chat import ChatRenderPool, ChatTemplate
 from llama_cy.prepare import Preparer
 from llama_cy.server.chat_renders import ChatRenders
 

@@ -5,7 +5,7 @@ again for every request). On the loop it holds every other stream's tokens back;
 Python worker thread it waited, while others generated, milliseconds for the GIL to
 start and as long again for the loop to take the result (8 chat streams on 2 cores:
 1.4 ms of work, 8 ms from the route's call to its return). :class:`ChatRenders` runs
-each render on a thread of :class:`~llama_cy._chat.ChatRenderPool`, which needs the
+each render on a thread of :class:`~llama_cy.chat.ChatRenderPool`, which needs the
 GIL for neither, and wakes the loop through the pool's pipe.
 """
 
@@ -16,8 +16,7 @@ import logging
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from llama_cy._chat import ChatRenderPool
-from llama_cy.chat import ChatRender
+from llama_cy.chat import ChatRender, ChatRenderPool
 
 T = TypeVar("T")
 
@@ -40,7 +39,7 @@ class ChatRenders:
         (the caller then renders on a Python worker thread)."""
         try:
             return cls(n_threads)
-        except (NotImplementedError, RuntimeError) as exc:
+        except (NotImplementedError, RuntimeError, OSError) as exc:
             _log.info("chat templates render on Python worker threads: %s", exc)
             return None
 
