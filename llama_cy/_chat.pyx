@@ -173,7 +173,7 @@ cdef class ChatRenderPool:
             raise RuntimeError(str(exc)) from None
 
     def __dealloc__(self):
-        del self.ptr  # joins, after the renders in progress (their templates are held)
+        del self.ptr  # drops what has not started, joins after what has (its templates are held)
         self.ptr = NULL
         for fd in (self.read_fd, self.write_fd):
             if fd >= 0:

@@ -48,12 +48,13 @@ class render_pool {
 #endif
     }
 
-    // Finishes the renders already queued (their templates are still alive: the caller
-    // keeps them until collected), then joins.
+    // Drops the renders not started and joins the threads after those in progress
+    // (their templates are still alive: the caller keeps them until it is gone).
     ~render_pool() {
         {
             std::lock_guard<std::mutex> lock(mutex_);
             stop_ = true;
+            queue_.clear();
         }
         wake_.notify_all();
         for (auto & t : threads_) {

@@ -116,7 +116,7 @@ def test_a_pool_dropped_with_renders_in_flight_ends_cleanly(tiny_model_path: Pat
             for i in range(50):
                 request = template.request([{"role": "user", "content": "hello " * i}])
                 pool.submit(template.templates, request)
-            del pool  # joins after the renders in progress; the rest are dropped
+            del pool  # the renders not started are dropped, those running finish
         print("prompt:", template.apply([{"role": "user", "content": "still here"}]).prompt)
         """,
         str(tiny_model_path),
