@@ -5,6 +5,7 @@ the GIL and for the loop)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -62,6 +63,23 @@ def _render_threads(client: TestClient) -> tuple[list[str], list[str]]:
     return loop, spy.threads
 
 
+@contextlib.contextmanager
+def _generating(client: TestClient) -> Iterator[Any]:
+    """While a long ``/completion`` generates (on another thread): the engine."""
+    engine: Any = client.app.state.server.engine  # type: ignore[attr-defined]
+    long = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True}
+    other = threading.Thread(target=client.post, args=("/completion",), kwargs={"json": long})
+    other.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not engine.n_processing:
+            assert time.monotonic() < deadline, "the long request never started"
+            time.sleep(0.001)
+        yield engine
+    finally:
+        other.join()
+
+
 def test_a_lone_chat_is_rendered_on_the_event_loop(client: TestClient) -> None:
     loop, render = _render_threads(client)
     assert client.post("/v1/chat/completions", json=CHAT).status_code == 200
@@ -73,16 +91,8 @@ def test_a_chat_is_rendered_on_a_native_thread_while_another_request_generates(
     client: TestClient,
 ) -> None:
     server: Any = client.app.state.server  # type: ignore[attr-defined]
-    engine = server.engine
     assert server.chat_renders is not None  # this platform has the native threads
-    long = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True}
-    other = threading.Thread(target=client.post, args=("/completion",), kwargs={"json": long})
-    other.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.n_processing:
-            assert time.monotonic() < deadline, "the long request never started"
-            time.sleep(0.001)
+    with _generating(client) as engine:
         loop, render = _render_threads(client)
         reply = client.post("/v1/chat/completions", json=CHAT)
         assert reply.status_code == 200
@@ -90,8 +100,6 @@ def test_a_chat_is_rendered_on_a_native_thread_while_another_request_generates(
         assert loop  # the route ran
         assert render == []  # rendered, but not by Python
         assert reply.json()["usage"]["prompt_tokens"] > 3  # the rendered chat, tokenized
-    finally:
-        other.join()
 
 
 #: a template that refuses one word, as a model's template refuses a role
@@ -114,24 +122,12 @@ def test_a_render_that_fails_on_a_native_thread_answers_as_on_the_loop(
             alone = client.post("/v1/chat/completions", json=boom)
             assert alone.status_code == 400
             assert "no booms here" in alone.text
-            engine: Any = client.app.state.server.engine  # type: ignore[attr-defined]
-            long = {"prompt": "Once upon a time", "n_predict": 400, "ignore_eos": True}
-            other = threading.Thread(
-                target=client.post, args=("/completion",), kwargs={"json": long}
-            )
-            other.start()
-            try:
-                deadline = time.monotonic() + 30
-                while not engine.n_processing:
-                    assert time.monotonic() < deadline, "the long request never started"
-                    time.sleep(0.001)
+            with _generating(client) as engine:
                 busy = client.post("/v1/chat/completions", json=boom)
                 assert engine.n_processing, "the long request ended first"
                 assert busy.status_code == alone.status_code
                 assert busy.json() == alone.json()
                 fine = {**boom, "messages": [{"role": "user", "content": "fine"}]}
                 assert client.post("/v1/chat/completions", json=fine).status_code == 200
-            finally:
-                other.join()
     finally:
         model.close()
