@@ -15,7 +15,6 @@ import pytest
 from child import run_python
 
 from llama_cy import LlamaModel
-from llama_cy._chat import ChatTemplates
 from llama_cy.chat import ChatRenderPool, ChatTemplate
 from llama_cy.prepare import Preparer
 from llama_cy.server.chat_renders import ChatRenders
@@ -168,12 +167,3 @@ def test_a_loop_that_cannot_watch_a_pipe_gets_no_native_renders(
         return ChatRenders.start(2)
 
     assert asyncio.run(main()) is None
-
-
-def test_chat_templates_is_the_templates_a_render_uses(model: LlamaModel) -> None:
-    template = ChatTemplate(model)
-    assert isinstance(template.templates, ChatTemplates)
-    request = _request(template, "hi")
-    assert template.prompt(request, template.templates.apply(request)) == template.apply(
-        request["messages"]
-    )

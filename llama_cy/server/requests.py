@@ -258,15 +258,12 @@ async def prepare_chat(server: Server, body: dict[str, Any], *, allow_empty: boo
         return render_here(steps())
 
     engine = server.engine
-    busy = engine is not None and (engine.n_processing or engine.n_waiting)
-    if not light(body, body["messages"]):
-        job = await asyncio.to_thread(prepare)
-    elif busy and server.chat_renders is not None:
+    if not (engine is not None and (engine.n_processing or engine.n_waiting)):
+        job = await off_loop_if_heavy(body, body["messages"], prepare)
+    elif server.chat_renders is not None and light(body, body["messages"]):
         job = await server.chat_renders.run(steps())
-    elif busy:
-        job = await asyncio.to_thread(prepare)
     else:
-        job = prepare()
+        job = await asyncio.to_thread(prepare)
     post = bool(body.get("post_sampling_probs"))
     return with_generation_fields(job, body, server, post_sampling_probs=post)
 
