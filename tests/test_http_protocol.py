@@ -9,13 +9,13 @@ import os
 import socket
 import ssl
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
-from llama_cy.server.http_protocol import GilFreeWrites, _gil_free
+from llama_cy.server.http_protocol import GilFreeWrites, gil_free
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -28,10 +28,13 @@ LOOPS: list[Callable[[], asyncio.AbstractEventLoop]] = [
 PIECES = [bytes([i]) * 65536 for i in range(256)]
 
 
-def _run(loop_factory: Callable[[], asyncio.AbstractEventLoop], main: Callable[[], object]) -> None:
+def _run(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+    main: Callable[[], Coroutine[Any, Any, None]],
+) -> None:
     loop = loop_factory()
     try:
-        loop.run_until_complete(main())  # type: ignore[arg-type]
+        loop.run_until_complete(main())
     finally:
         loop.close()
 
@@ -47,7 +50,7 @@ def test_writes_arrive_whole_and_in_order_when_the_socket_fills(
     class Sender(asyncio.Protocol):
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             plain = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
-            writes = _gil_free(plain)
+            writes = gil_free(plain)
             assert isinstance(writes, GilFreeWrites)
 
             async def send() -> None:
@@ -92,7 +95,7 @@ def test_a_write_the_socket_refuses_closes_the_connection(
         class Server(asyncio.Protocol):
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
                 plain = cast(asyncio.Transport, transport)
-                writes = _gil_free(plain)
+                writes = gil_free(plain)
                 assert isinstance(writes, GilFreeWrites)
                 made.set_result((writes, plain.get_extra_info("socket").fileno()))
 
@@ -136,7 +139,7 @@ def test_tls_keeps_its_transport(tmp_path: Path) -> None:
 
         class Sender(asyncio.Protocol):
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                writes = _gil_free(cast(asyncio.Transport, transport))
+                writes = gil_free(cast(asyncio.Transport, transport))
                 seen.append(writes)
                 writes.write(b"hello over TLS")
                 writes.close()

@@ -15,7 +15,7 @@ import asyncio
 import os
 from typing import Any, cast
 
-__all__ = ["HEAD_LIMIT", "CasedName", "GilFreeWrites", "http_protocol"]
+__all__ = ["HEAD_LIMIT", "CasedName", "GilFreeWrites", "gil_free", "http_protocol"]
 
 #: The most bytes a request's line and headers may take (h11's bound in uvicorn; llama-
 #: server's cpp-httplib allows 8 KiB a line): a client that sends more, or keeps sending
@@ -72,7 +72,7 @@ class GilFreeWrites:
         return getattr(self._transport, name)
 
 
-def _gil_free(transport: asyncio.Transport) -> asyncio.Transport:
+def gil_free(transport: asyncio.Transport) -> asyncio.Transport:
     """``transport`` with :class:`GilFreeWrites` where its socket is a POSIX descriptor
     carrying plain bytes (TCP or a UNIX socket, not TLS)."""
     sock = transport.get_extra_info("socket")
@@ -107,7 +107,7 @@ def http_protocol() -> Any:
 
         # typed as uvicorn's own: a Transport, where asyncio.Protocol says BaseTransport
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(_gil_free(transport))
+            super().connection_made(gil_free(transport))
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
