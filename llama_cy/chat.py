@@ -346,7 +346,7 @@ class ChatTemplate:
     ) -> dict[str, Any]:
         """What :meth:`apply` asks llama.cpp's chat engine for (the arguments checked):
         give it to :meth:`ChatTemplates.apply` on :attr:`templates`, or to a
-        :class:`~ChatRenderPool`, and the result to :meth:`prompt`."""
+        :class:`ChatRenderPool`, and the result to :meth:`prompt`."""
         if tool_choice not in ("auto", "required", "none"):
             raise ValueError(
                 f"tool_choice must be 'auto', 'required' or 'none', not {tool_choice!r}"

@@ -42,7 +42,8 @@ class GilFreeWrites:
     uvloop's ``transport.write`` sends at once, holding the GIL through the system call.
     A streamed token is one such write per client, and on the bench machine the writes
     were 60% of the time the event loop held the GIL at 8 streams (py-spy ``--gil``):
-    time the engine thread waited for it between two steps. ``os.write`` releases it.
+    time in which the engine thread could not take it between two steps. ``os.write``
+    releases it.
 
     Bytes go to the socket directly only while the transport holds none queued, so their
     order is kept; what the socket does not take, and any error, goes to the transport,
@@ -76,7 +77,8 @@ def gil_free(transport: asyncio.Transport) -> asyncio.Transport:
     """``transport`` with :class:`GilFreeWrites` where its socket is a POSIX descriptor
     carrying plain bytes (TCP or a UNIX socket, not TLS)."""
     sock = transport.get_extra_info("socket")
-    if os.name != "posix" or sock is None or transport.get_extra_info("sslcontext") is not None:
+    # TLS as uvicorn tells it (its is_ssl; not imported: the app itself runs without uvicorn)
+    if os.name != "posix" or sock is None or transport.get_extra_info("sslcontext"):
         return transport
     # uvicorn calls only what a transport has: write here, the rest delegated
     return cast(asyncio.Transport, GilFreeWrites(transport, sock.fileno()))
