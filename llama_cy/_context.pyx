@@ -587,6 +587,19 @@ cdef class LlamaContext(ViewOwner):
         finally:
             self._lock_release()
 
+    def pause_threadpools(self):
+        """Let the threadpool workers sleep until the next decode, which wakes them.
+
+        Between decodes a worker polls for the next graph (``--poll``, by default for
+        much longer than a decode takes), holding a CPU: a caller that will not decode
+        for a while gives those CPUs back to its other threads."""
+        self._ensure_weights()
+        self._lock_acquire()
+        try:
+            self._pause_threadpools()
+        finally:
+            self._lock_release()
+
     def warmup(self):
         """Run an empty-ish decode so that the first real one is not slower."""
         self._ensure_weights()

@@ -800,6 +800,18 @@ def test_set_n_threads(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> N
         ctx.set_n_threads(0)
 
 
+def test_pause_threadpools_then_decode(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> None:
+    """Pools put to sleep wake at the next decode, whose logits are those of a decode
+    without the pause; a second pause, or one before any decode, is harmless."""
+    ctx.set_n_threads(2)
+    ctx.pause_threadpools()  # before any decode: the pools are fresh
+    one = decode(ctx, tokens)
+    ctx.pause_threadpools()
+    ctx.pause_threadpools()
+    ctx.clear()
+    np.testing.assert_allclose(decode(ctx, tokens), one, rtol=LOGITS_TOL, atol=LOGITS_TOL)
+
+
 def test_set_causal_attn(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> None:
     ctx.decode(batch_of(tokens, all_outputs=True))
     causal = ctx.all_logits().copy()
@@ -1107,6 +1119,7 @@ CONTEXT_CALLS: dict[str, Callable[[lc.LlamaContext], object]] = {
     "pooling_type": lambda c: c.pooling_type,
     "n_threads": lambda c: c.n_threads,
     "set_n_threads": lambda c: c.set_n_threads(1),
+    "pause_threadpools": lambda c: c.pause_threadpools(),
     "set_embeddings": lambda c: c.set_embeddings(True),
     "set_causal_attn": lambda c: c.set_causal_attn(False),
     "causal_attn": lambda c: c.causal_attn,

@@ -152,6 +152,45 @@ def test_a_streamed_requests_first_chunk_is_sent_before_the_next_step(
         engine.stop()
 
 
+class _CountedPauses(lc.LlamaContext):
+    """A context that counts the times its pools were put to sleep."""
+
+    pauses = 0
+
+    def pause_threadpools(self) -> None:
+        type(self).pauses += 1
+        super().pause_threadpools()
+
+
+def test_the_pool_sleeps_while_a_step_waits_for_its_first_chunk_to_be_sent(
+    tiny: lc.LlamaModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the step that made a streamed request's first chunk waits for the event loop
+    to send it, the pool's workers sleep instead of polling on the CPUs the loop needs;
+    the next decode wakes them and the generation goes on as if they had not slept (the
+    same tokens as an answer sent whole, which is not waited for: no pause)."""
+    monkeypatch.setattr(engine_module, "LlamaContext", _CountedPauses)
+    prep = Preparer(tiny, profile="server")
+    cpus = lc.available_cpus()
+    engine = Engine(tiny, slots=2, settings=EngineSettings(cache_ram=0), n_ctx=512, n_threads=cpus)
+    engine.start()
+    try:
+        job = prep.completion("Once upon a time", max_tokens=16, temperature=0, logit_bias=NO_END)
+
+        async def tokens(whole: bool) -> list[int]:
+            task = engine.submit_all([(job, None)], cache_prompt=False, whole=whole)[0]
+            return join_chunks([c async for c in engine.results(task)]).tokens
+
+        whole = asyncio.run(tokens(True))
+        assert _CountedPauses.pauses == 0
+        streamed = asyncio.run(tokens(False))
+        assert _CountedPauses.pauses == 1  # one first chunk, one wait
+        assert streamed == whole
+        assert len(whole) == 16
+    finally:
+        engine.stop()
+
+
 async def _slot_of(engine: Engine, job: Job, id_slot: int = -1) -> int:
     """The slot that served ``job``."""
     task = engine.submit(job, id_slot=id_slot)

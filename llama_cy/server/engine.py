@@ -142,7 +142,8 @@ class Engine:
         # Where the pool has a thread for each CPU, a worker polling for the next graph
         # (--poll) holds the CPU the event loop needs: a streamed request's first chunk
         # waited milliseconds for the scheduler to preempt it. The step that hands a
-        # request its first chunk then waits, its CPU free, until the loop has sent it.
+        # request its first chunk then waits, its CPU free, until the loop has sent it;
+        # the pool sleeps meanwhile, its CPUs free too (the next decode wakes it).
         self._hand_over = _pool_fills_cpus(ctx)
         # Work on one idle slot, run on the engine thread between steps (slot actions).
         self._calls: list[tuple[int, Callable[[KVSequence], Any], Future[Any]]] = []
@@ -639,6 +640,8 @@ class Engine:
                     task.cancelled = True
         # Bounded: a loop busy elsewhere (a large body) costs the step no more than this.
         deadline = time.perf_counter() + _HAND_OVER_S
+        if sent:  # the pool's worker would poll on the CPU the loop needs
+            self.ctx.pause_threadpools()
         for event in sent:
             event.wait(max(0.0, deadline - time.perf_counter()))
 
