@@ -800,16 +800,47 @@ def test_set_n_threads(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> N
         ctx.set_n_threads(0)
 
 
-def test_pause_threadpools_then_decode(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> None:
-    """Pools put to sleep wake at the next decode, whose logits are those of a decode
-    without the pause; a second pause, or one before any decode, is harmless."""
-    ctx.set_n_threads(2)
-    ctx.pause_threadpools()  # before any decode: the pools are fresh
-    one = decode(ctx, tokens)
-    ctx.pause_threadpools()
-    ctx.pause_threadpools()
-    ctx.clear()
-    np.testing.assert_allclose(decode(ctx, tokens), one, rtol=LOGITS_TOL, atol=LOGITS_TOL)
+def _cpu_s(tids: set[str]) -> float:
+    """The CPU time (user and system, s) of this process's threads ``tids`` (Linux)."""
+    ticks = 0
+    for tid in tids:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/task")
+def test_pause_threadpools_lets_the_workers_sleep_until_the_next_decode(
+    tiny: lc.LlamaModel, tokens: npt.NDArray[np.int32]
+) -> None:
+    """After a decode a pool's worker polls for the next graph (here for longer than the
+    test waits: poll 1000), holding a CPU; paused, it sleeps; the next decode wakes it
+    and gives the logits of a decode without a pause. A pause before any decode, or a
+    second one, is harmless."""
+    before = set(os.listdir("/proc/self/task"))
+    ctx = new_ctx(tiny, n_threads=2, cpu_params=lc.CpuParams(poll=1000))
+    try:
+        workers = set(os.listdir("/proc/self/task")) - before
+        assert workers  # the pool's second thread
+
+        def cpu_while_idle() -> float:
+            t = _cpu_s(workers)
+            time.sleep(0.2)
+            return _cpu_s(workers) - t
+
+        ctx.pause_threadpools()
+        one = decode(ctx, tokens)
+        polled = cpu_while_idle()
+        ctx.pause_threadpools()
+        ctx.pause_threadpools()
+        slept = cpu_while_idle()
+        assert polled >= 0.05, polled
+        assert slept <= 0.02, slept
+        ctx.clear()
+        np.testing.assert_allclose(decode(ctx, tokens), one, rtol=LOGITS_TOL, atol=LOGITS_TOL)
+    finally:
+        ctx.close()
 
 
 def test_set_causal_attn(ctx: lc.LlamaContext, tokens: npt.NDArray[np.int32]) -> None:
