@@ -11,12 +11,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tiny_model import write_tiny_llama  # on sys.path: bench/run.py puts support/ there
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,13 +70,21 @@ class Comparison:
         }
 
 
+def in_turn(sides: Sequence[T], round_: int) -> list[T]:
+    """``sides`` in round ``round_``'s order: each leads a round in turn, so that what
+    drifts within a round (the machine's speed, caches the previous side warmed) does
+    not favour the same side every round."""
+    k = round_ % len(sides) if sides else 0
+    return [*sides[k:], *sides[:k]]
+
+
 def alternate(
     c: Comparison, rounds: int, ours: Callable[[], float], theirs: Callable[[], float]
 ) -> Comparison:
     ours(), theirs()  # a warm-up round, not recorded: page cache, first-use costs
-    for _ in range(rounds):
-        c.ours.append(ours())
-        c.theirs.append(theirs())
+    for r in range(rounds):
+        for side in in_turn((ours, theirs), r):
+            (c.ours if side is ours else c.theirs).append(side())
     print(f"  {c.name}: ratio {c.ratio():.3f}", flush=True)
     return c
 

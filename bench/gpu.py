@@ -45,6 +45,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "support")]
 import cases  # noqa: E402
 import server_load  # noqa: E402
 import server_rates  # noqa: E402
+from common import in_turn  # noqa: E402
 from reference_loop import build_reference  # noqa: E402
 from tiny_model import write_tiny_llama  # noqa: E402
 
@@ -100,9 +101,9 @@ class Bench:
         try:
             ours()
             theirs()
-            for _ in range(self.rounds):
-                a.append(ours())
-                b.append(theirs())
+            for r in range(self.rounds):
+                for side in in_turn((ours, theirs), r):
+                    (a if side is ours else b).append(side())
             entry["ratio"] = statistics.median(a) / statistics.median(b)
         except Exception as exc:  # recorded, and the next row runs
             entry["error"] = repr(exc)[-1500:]
@@ -346,8 +347,8 @@ class Bench:
         t0 = time.perf_counter()
         done = 0
         try:
-            for _ in range(self.rounds):
-                for side, cmd in (("ours", ours), ("theirs", theirs)):
+            for r in range(self.rounds):
+                for side, cmd in in_turn((("ours", ours), ("theirs", theirs)), r):
                     server = server_load.ServerProcess(cmd, port, self.work / f"server-{side}.log")
                     try:
                         server_rates.run(port, server_rates.Load("/completion", True, 4, 1, 8))

@@ -16,7 +16,7 @@ from typing import Any
 import cases
 import server_load
 import server_rates
-from common import WORK, Comparison, alternate
+from common import WORK, Comparison, alternate, in_turn
 
 import llama_cy as lc
 
@@ -102,8 +102,8 @@ def bench_server(
         ]  # fmt: skip
     clients = (1, 4, 8)
     speeds: dict[tuple[str, int], list[float]] = {(k, n): [] for k in commands for n in clients}
-    for _ in range(min(args.rounds, 3)):
-        for name, cmd in commands.items():
+    for r in range(min(args.rounds, 3)):
+        for name, cmd in in_turn(list(commands.items()), r):
             server = server_load.ServerProcess(cmd, port, WORK / f"server-{name}.log")
             try:
                 server_load.aggregate_speed(port, "m", 2, 1, 16, no_eog)  # warm-up
@@ -148,8 +148,8 @@ def bench_checkpoints(
     }  # fmt: skip
     times: dict[str, list[float]] = {k: [] for k in commands}
     decoded: dict[str, int] = {}
-    for _ in range(args.rounds):
-        for name, cmd in commands.items():
+    for r in range(args.rounds):
+        for name, cmd in in_turn(list(commands.items()), r):
             server = server_load.ServerProcess(cmd, port, WORK / "server-checkpoints.log")
             try:
                 post = partial(server_load.post, port)
@@ -250,8 +250,8 @@ def bench_server_rates(
         commands["xllamacpp"] = [str(xlc), script, path, str(port), "64", "32768", threads]
     loads = rate_loads()
     results: dict[tuple[str, Any], list[Any]] = {(k, load): [] for k in commands for load in loads}
-    for _ in range(args.rounds):
-        for name, cmd in commands.items():
+    for r in range(args.rounds):
+        for name, cmd in in_turn(list(commands.items()), r):
             server = server_load.ServerProcess(cmd, port, WORK / f"rates-{name}.log")
             try:
                 server_rates.run(port, server_rates.Load("/completion", True, 8, 1, 16))  # warm-up

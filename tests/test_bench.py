@@ -5,10 +5,12 @@ The full bench (bench/run.py) is not part of the test run: timings are not tests
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,3 +35,39 @@ def test_quick_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     # Each side's own peak, not the bench process's: both well under 1 GB for a tiny model.
     assert 10 < rss["llama_cy"]["median"] < 1024
     assert 1 < rss["theirs"]["median"] < 1024
+
+
+def _bench_common() -> Any:
+    """bench/common.py, loaded from its file (the bench is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_common", ROOT / "bench" / "common.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
+    common = _bench_common()
+    assert [common.in_turn("abc", r) for r in range(4)] == [
+        ["a", "b", "c"],
+        ["b", "c", "a"],
+        ["c", "a", "b"],
+        ["a", "b", "c"],
+    ]
+    calls: list[str] = []
+
+    def side(name: str, value: float) -> Any:
+        def run() -> float:
+            calls.append(name)
+            return value
+
+        return run
+
+    c = common.Comparison("row", "tok/s", "-", "them")
+    common.alternate(c, 3, side("ours", 2.0), side("theirs", 1.0))
+    # a warm-up of each, then the lead changes every round
+    assert calls == ["ours", "theirs", "ours", "theirs", "theirs", "ours", "ours", "theirs"]
+    assert c.ours == [2.0, 2.0, 2.0]
+    assert c.theirs == [1.0, 1.0, 1.0]
