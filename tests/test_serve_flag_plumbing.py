@@ -140,3 +140,33 @@ def test_the_gil_switch_interval_is_shortened_only_on_a_gpu(
         assert sys.getswitchinterval() == pytest.approx(0.002)
     finally:
         sys.setswitchinterval(before)
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, 20_000), (50_000, 50_000), (0, 0)])
+def test_a_serving_process_freezes_what_it_loaded_and_collects_the_young_less_often(
+    preset: int | None, expected: int
+) -> None:
+    """What was loaded before serving leaves the GC's collections; the youngest
+    generation's threshold is raised to 20,000, not lowered and not switched on; cycles
+    made later are still collected. In a child process: the freeze is process-wide."""
+    import subprocess
+    import sys
+
+    code = f"""
+import gc
+from llama_cy import server
+preset = {preset!r}
+if preset is not None:
+    gc.set_threshold(preset, 7, 9)
+older = gc.get_threshold()[1:]
+server._quiet_gc()
+assert gc.get_freeze_count() > 1000, gc.get_freeze_count()
+assert gc.get_threshold() == ({expected}, *older), gc.get_threshold()
+class Node:
+    pass
+a, b = Node(), Node()
+a.other, b.other = b, a
+del a, b
+assert gc.collect() >= 2
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

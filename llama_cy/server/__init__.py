@@ -196,7 +196,31 @@ def _run(
         ssl_keyfile=ssl_keyfile,
         ssl_certfile=ssl_certfile,
     )
+    _quiet_gc()
     Server(config).run(sockets=sockets)
+
+
+#: The least threshold of the cyclic GC's youngest generation in a serving process
+#: (Python's: 700, 2,000 from 3.13).
+GC_THRESHOLD = 20_000
+
+
+def _quiet_gc() -> None:
+    """Fewer and shorter stops of the cyclic GC in a serving process: everything loaded so
+    far (modules, the app, the engine) is frozen out of later collections (``gc.freeze``),
+    and the youngest generation is collected every :data:`GC_THRESHOLD` allocations at
+    least (a threshold of 0, or a higher one, is kept). A collection holds the GIL, so it
+    stops the event loop and the engine's steps together: on the tiny model over row
+    (7b)'s loads (1 to 64 clients, 23 s), Python's defaults made 4 full collections of
+    about 19 ms each and 160 ms of collections in all; frozen and at 20,000, none and
+    34 ms. The freeze keeps only what lives as long as the process anyway; the native
+    memory of a sleeping server's engine is freed by its close, not by the GC."""
+    import gc
+
+    gc.freeze()
+    young, *older = gc.get_threshold()
+    if 0 < young < GC_THRESHOLD:
+        gc.set_threshold(GC_THRESHOLD, *older)
 
 
 def _bind(host: str, port: int, reuse_port: bool) -> socket.socket:
