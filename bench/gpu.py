@@ -102,8 +102,8 @@ class Bench:
             ours()
             theirs()
             for r in range(self.rounds):
-                for side in in_turn((ours, theirs), r):
-                    (a if side is ours else b).append(side())
+                for i in in_turn((0, 1), r):  # by place: the two may be one function
+                    (a, b)[i].append((ours, theirs)[i]())
             entry["ratio"] = statistics.median(a) / statistics.median(b)
         except Exception as exc:  # recorded, and the next row runs
             entry["error"] = repr(exc)[-1500:]

@@ -71,3 +71,9 @@ def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
     assert calls == ["ours", "theirs", "ours", "theirs", "theirs", "ours", "ours", "theirs"]
     assert c.ours == [2.0, 2.0, 2.0]
     assert c.theirs == [1.0, 1.0, 1.0]
+    same = common.Comparison("dry", "tok/s", "-", "itself")
+    common.alternate(same, 2, side("both", 1.0), side("both", 1.0))
+    one = side("one", 3.0)
+    common.alternate(same, 2, one, one)  # one function on both sides: a dry run's
+    assert same.ours == [1.0, 1.0, 3.0, 3.0]
+    assert same.theirs == [1.0, 1.0, 3.0, 3.0]
