@@ -235,31 +235,44 @@ def bench_server_rates(
 ) -> None:
     """(7b) The servers where tokens come at GPU rates: the tiny model (n_embd 64, 2
     layers, 32k vocabulary), so that each server's own per-token work decides. 64
-    slots of 512 tokens; every point of :func:`rate_loads` in each round, the servers
-    taking turns round by round."""
+    slots of 512 tokens. Every server runs at once, on its own port, and each point of
+    :func:`rate_loads` runs on one after the other once all are idle, the first
+    changing point by point and round by round: this machine's speed changes by a third
+    for minutes at a time, and a server's 16 loads take about a minute, so sides run
+    one after the other compared the machine's phases as much as the servers."""
     path = str(models["tiny"])
-    port = 18600
     threads = str(args.threads)
-    flags = ["--port", str(port), "-np", "64", "-c", "32768", "-t", threads]
+
+    def flags(port: int) -> list[str]:
+        return ["--port", str(port), "-np", "64", "-c", "32768", "-t", threads]
+
     commands = {
-        "llama_cy": [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", path, *flags],
-        "llama-server": [str(tools["llama-server"]), "-m", path, *flags],
-    }
+        "llama_cy": lambda p: [sys.executable, "-P", "-m", "llama_cy", "serve", "-m", path,
+                               *flags(p)],
+        "llama-server": lambda p: [str(tools["llama-server"]), "-m", path, *flags(p)],
+    }  # fmt: skip
     if xlc is not None:
         script = str(Path(__file__).with_name("xlc_server.py"))
-        commands["xllamacpp"] = [str(xlc), script, path, str(port), "64", "32768", threads]
+        commands["xllamacpp"] = lambda p: [str(xlc), script, path, str(p), "64", "32768", threads]
+    ports = {name: 18600 + i for i, name in enumerate(commands)}
     loads = rate_loads()
     results: dict[tuple[str, Any], list[Any]] = {(k, load): [] for k in commands for load in loads}
     for r in range(args.rounds):
-        for name, cmd in in_turn(list(commands.items()), r):
-            server = server_load.ServerProcess(cmd, port, WORK / f"rates-{name}.log")
-            try:
+        servers: dict[str, server_load.ServerProcess] = {}
+        try:
+            for name in in_turn(list(commands), r):
+                port = ports[name]
+                log = WORK / f"rates-{name}.log"
+                servers[name] = server_load.ServerProcess(commands[name](port), port, log)
                 server_rates.run(port, server_rates.Load("/completion", True, 8, 1, 16))  # warm-up
-                for load in loads:
-                    results[name, load].append(server_rates.run(port, load))
+            for k, load in enumerate(loads):
+                for name in in_turn(list(commands), r + k):
+                    server_load.settle([s.proc.pid for s in servers.values()])
+                    results[name, load].append(server_rates.run(ports[name], load))
                     said = server_rates.summary(results[name, load][-1:])
                     print(f"  {name}, {load.name}: {said}", flush=True)
-            finally:
+        finally:
+            for server in servers.values():
                 server.stop()
     for c in rate_rows(loads, results, [k for k in commands if k != "llama_cy"]):
         print(f"  {c.name} vs {c.reference}: {c.ratio():.3f}", flush=True)
