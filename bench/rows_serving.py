@@ -17,6 +17,7 @@ import cases
 import server_load
 import server_rates
 from common import WORK, Comparison, alternate, in_turn
+from serve_cpu import settle
 
 import llama_cy as lc
 
@@ -267,7 +268,7 @@ def bench_server_rates(
                 server_rates.run(port, server_rates.Load("/completion", True, 8, 1, 16))  # warm-up
             for k, load in enumerate(loads):
                 for name in in_turn(list(commands), r + k):
-                    server_load.settle([s.proc.pid for s in servers.values()])
+                    settle([s.proc.pid for s in servers.values()])
                     results[name, load].append(server_rates.run(ports[name], load))
                     said = server_rates.summary(results[name, load][-1:])
                     print(f"  {name}, {load.name}: {said}", flush=True)

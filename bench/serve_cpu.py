@@ -31,6 +31,22 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return out
 
 
+def settle(pids: list[int], limit_s: float = 3.0) -> None:
+    """Wait until the processes ``pids`` are idle together (under 5 ms of CPU in 0.1 s),
+    at most ``limit_s``: llama.cpp's pool threads poll for work a while after a
+    server's last step, on the CPUs the next server's load would use."""
+
+    def used() -> float:
+        return sum(sum(thread_cpu(pid).values()) for pid in pids)
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = used()
+        time.sleep(0.1)
+        if used() - before < 0.005:
+            return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("port", type=int)

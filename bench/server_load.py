@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import time
 import urllib.error
@@ -140,24 +139,3 @@ class ServerProcess:
             self.proc.kill()
             self.proc.wait()
         self._log.close()
-
-
-def _cpu_seconds(pid: int) -> float:
-    """The CPU time ``pid`` has used (0 where /proc cannot tell)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def settle(pids: list[int], limit_s: float = 3.0) -> None:
-    """Wait until the processes ``pids`` are idle together (under 5 ms of CPU in 0.1 s),
-    at most ``limit_s``: llama.cpp's pool threads poll for work a while after a
-    server's last step, on the CPUs the next server's load would use."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        before = sum(_cpu_seconds(p) for p in pids)
-        time.sleep(0.1)
-        if sum(_cpu_seconds(p) for p in pids) - before < 0.005:
-            return

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,33 @@ def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
     common.alternate(same, 2, one, one)  # one function on both sides: a dry run's
     assert same.ours == [1.0, 1.0, 3.0, 3.0]
     assert same.theirs == [1.0, 1.0, 3.0, 3.0]
+
+
+def test_settle_returns_once_the_servers_are_idle_and_waits_while_one_is_busy() -> None:
+    """Row (7b) runs a load once every server is idle: an idle process lets it go within
+    a few tenths of a second, a busy one holds it to its limit."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "bench_serve_cpu", ROOT / "bench" / "serve_cpu.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        serve_cpu = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(serve_cpu)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # both started
+        t0 = time.monotonic()
+        serve_cpu.settle([idle.pid], limit_s=5.0)
+        assert time.monotonic() - t0 < 2.0
+        t0 = time.monotonic()
+        serve_cpu.settle([idle.pid, busy.pid], limit_s=0.6)
+        assert time.monotonic() - t0 >= 0.6
+    finally:
+        for p in (idle, busy):
+            p.kill()
+            p.wait()
