@@ -38,19 +38,24 @@ def test_quick_bench_prints_and_writes_its_table(tmp_path: Path) -> None:
     assert 1 < rss["theirs"]["median"] < 1024
 
 
-def _bench_common() -> Any:
-    """bench/common.py, loaded from its file (the bench is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_common", ROOT / "bench" / "common.py")
+def _bench_module(name: str) -> Any:
+    """bench/<name>.py, loaded from its file (the bench is not a package), with bench/ on
+    the path for its own imports while it loads."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
     return module
 
 
 def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
-    common = _bench_common()
+    common = _bench_module("common")
     assert [common.in_turn("abc", r) for r in range(4)] == [
         ["a", "b", "c"],
         ["b", "c", "a"],
@@ -83,17 +88,7 @@ def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
 def test_settle_returns_once_the_servers_are_idle_and_waits_while_one_is_busy() -> None:
     """Row (7b) runs a load once every server is idle: an idle process lets it go within
     a few tenths of a second, a busy one holds it to its limit."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "bench_serve_cpu", ROOT / "bench" / "serve_cpu.py"
-        )
-        assert spec is not None
-        assert spec.loader is not None
-        serve_cpu = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(serve_cpu)
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    serve_cpu = _bench_module("serve_cpu")
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
