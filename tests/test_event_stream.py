@@ -68,3 +68,23 @@ def test_a_resumable_stream_ends_whole(server: Server) -> None:
     text = b"".join(chunks)
     assert text.endswith(b"data: [DONE]\n\n")
     assert events(text)[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_the_head_goes_out_with_the_first_event(server: Server) -> None:
+    """The status line and headers wait for the first event and go out in the same
+    write (one system call and one wake-up of the client where there were two), as
+    llama-server sends its head once its first result is in."""
+    data = json.dumps({"prompt": "Hi", "n_predict": 4, "stream": True, "ignore_eos": True})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(
+            f"POST /completion HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n{data}".encode()
+        )
+        first = sock.recv(65536)  # what the server's first write carried
+        while sock.recv(65536):
+            pass
+    head, sep, rest = first.partition(b"\r\n\r\n")
+    assert sep, first[:200]
+    assert head.startswith(b"HTTP/1.1 200"), first[:200]
+    assert b"data: {" in rest, "the head came alone"
+    assert events(rest.partition(b"\r\n")[2])[0]["tokens_predicted"] == 1

@@ -118,6 +118,49 @@ def test_a_write_the_socket_refuses_closes_the_connection(
     _run(loop_factory, main)
 
 
+@pytest.mark.parametrize("loop_factory", LOOPS, ids=["asyncio", "uvloop"])
+def test_a_held_write_goes_out_with_the_next_one(
+    loop_factory: Callable[[], asyncio.AbstractEventLoop],
+) -> None:
+    """hold(): the next write is kept (nothing reaches the client) and sent in front of
+    the one after it; later writes go out as they come."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        made: asyncio.Future[GilFreeWrites] = loop.create_future()
+
+        class Server(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                writes = gil_free(cast(asyncio.Transport, transport))
+                assert isinstance(writes, GilFreeWrites)
+                made.set_result(writes)
+
+        server = await loop.create_server(Server, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        client.setblocking(False)
+        writes = await asyncio.wait_for(made, 10)
+
+        async def received() -> bytes:
+            await asyncio.sleep(0.05)
+            try:
+                return client.recv(65536)
+            except BlockingIOError:
+                return b""
+
+        writes.hold()
+        writes.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        assert await received() == b""
+        writes.write(b"data: 1\n\n")
+        assert await received() == b"HTTP/1.1 200 OK\r\n\r\ndata: 1\n\n"
+        writes.write(b"data: 2\n\n")
+        assert await received() == b"data: 2\n\n"
+        client.close()
+        server.close()
+
+    _run(loop_factory, main)
+
+
 def test_tls_keeps_its_transport(tmp_path: Path) -> None:
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(

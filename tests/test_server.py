@@ -561,7 +561,9 @@ def test_full_queue_answers_503(gemma_path: Path) -> None:
 
 def test_waiting_past_timeout_answers_503(gemma_path: Path) -> None:
     with Server(gemma_path, "-np", "1", "-c", "512", "--queue-timeout", "1", "-t", "2") as s:
-        running = _open_stream(s, {"prompt": "Once", "max_tokens": 400, "stream": True})
+        # ignore_eos: a sampled end of text would free the slot within the second
+        body = {"prompt": "Once", "max_tokens": 400, "stream": True, "ignore_eos": True}
+        running = _open_stream(s, body)
         resp = running.getresponse()
         resp.readline()  # the only slot is busy
         t0 = time.monotonic()

@@ -36,6 +36,7 @@ from llama_cy.server import ui, vertex
 from llama_cy.server.chat_renders import ChatRenders
 from llama_cy.server.core import Endpoint, RouteSpec, Server, start_tools
 from llama_cy.server.engine import QueueFullError
+from llama_cy.server.exact_routes import ExactRoutes
 from llama_cy.server.gate import UI_PATHS, Gate
 from llama_cy.server.http_protocol import CasedName
 from llama_cy.server.router import Router, RouterError
@@ -190,7 +191,7 @@ def create_router_app(router: Router, settings: ServerSettings, autoload: bool) 
     )
     mounted = [Route(prefix + p, guarded(fn), methods=m) for p, fn, m, _ in table]
     app = Starlette(routes=mounted, lifespan=lifespan)
-    _add_gate(app, settings, public_paths(table, prefix))
+    _add_gate(app, settings, public_paths(table, prefix), mounted)
     app.state.router = router
     app.state.tools = front.tools
     return app
@@ -204,9 +205,14 @@ class RouterFront:
     tools: ServerTools | None
 
 
-def _add_gate(app: Starlette, settings: ServerSettings, public: set[str]) -> None:
-    # Before routing, so that static files, unknown routes and wrong methods need the
-    # key too (llama-server's pre-routing check); CORS goes on outside it.
+def _add_gate(
+    app: Starlette, settings: ServerSettings, public: set[str], mounted: list[Route]
+) -> None:
+    # The exact paths of ``mounted`` are called from inside the gate (ExactRoutes).
+    # The gate comes before routing, so that static files, unknown routes and wrong
+    # methods need the key too (llama-server's pre-routing check); CORS goes on outside it.
+    exact = [(m, r.path, r.endpoint) for r in mounted for m in r.methods or () if m != "HEAD"]
+    app.add_middleware(ExactRoutes, routes=exact)
     app.add_middleware(Gate, keys=settings.api_keys, public=frozenset(public))
     app.add_middleware(Cors, settings=settings)
 
@@ -246,9 +252,8 @@ def create_app(
     prefix = settings.api_prefix
     table = route_table(server)
     public = public_paths(table, prefix)
-    mounted: list[BaseRoute] = [
-        Route(prefix + p, wrap(server, fn), methods=m) for p, fn, m, _ in table
-    ]
+    routes = [Route(prefix + p, wrap(server, fn), methods=m) for p, fn, m, _ in table]
+    mounted: list[BaseRoute] = list(routes)
     if settings.ui and static_path:
         mounted.append(Mount(prefix or "/", StaticFiles(directory=static_path, html=True)))
     elif settings.ui:
@@ -266,7 +271,7 @@ def create_app(
             )
             app.router.routes.append(Route(health_route, health.endpoint, methods=["GET"]))
             public.add(health_route)
-    _add_gate(app, settings, public)
+    _add_gate(app, settings, public, routes)
     app.state.server = server
     return app
 
@@ -281,8 +286,8 @@ _SLEEP_SAFE = frozenset(["/health", "/v1/health", "/props", "/models", "/v1/mode
 
 
 def _keeps_sleeping(request: Request, prefix: str) -> bool:
-    path = request.url.path.removeprefix(prefix)
-    return request.method == "GET" and path in _SLEEP_SAFE
+    scope = request.scope  # not request.url: it parses a whole URL out of the scope
+    return scope["method"] == "GET" and scope["path"].removeprefix(prefix) in _SLEEP_SAFE
 
 
 class Cors:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from starlette.requests import ClientDisconnect
 from starlette.responses import StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from llama_cy.server.http_protocol import HOLD_HEAD
 
 __all__ = ["EventStream", "Last"]
 
@@ -31,8 +33,12 @@ class EventStream(StreamingResponse):
     media_type = "text/event-stream"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        start = {"type": "http.response.start", "status": self.status_code}
-        await send({**start, "headers": self.raw_headers})
+        start: Message | None = {
+            "type": "http.response.start",
+            "status": self.status_code,
+            "headers": self.raw_headers,
+        }
+        hold = scope.get("extensions", {}).get(HOLD_HEAD, {}).get("hold")
         closed = False
         try:
             async for text in self.body_iterator:
@@ -40,7 +46,14 @@ class EventStream(StreamingResponse):
                     continue
                 closed = isinstance(text, Last)
                 body = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+                if start is not None:  # the head goes with the first event, in one write
+                    if hold is not None:
+                        hold()
+                    await send(start)
+                    start = None
                 await send({"type": "http.response.body", "body": body, "more_body": not closed})
+            if start is not None:
+                await send(start)
             if not closed:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # ASGI 2.4: a write to a client that is gone

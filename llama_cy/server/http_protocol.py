@@ -15,12 +15,16 @@ import asyncio
 import os
 from typing import Any, cast
 
-__all__ = ["HEAD_LIMIT", "CasedName", "GilFreeWrites", "gil_free", "http_protocol"]
+__all__ = ["HEAD_LIMIT", "HOLD_HEAD", "CasedName", "GilFreeWrites", "gil_free", "http_protocol"]
 
 #: The most bytes a request's line and headers may take (h11's bound in uvicorn; llama-
 #: server's cpp-httplib allows 8 KiB a line): a client that sends more, or keeps sending
 #: a head that never ends, gets 400 and the connection is closed.
 HEAD_LIMIT = 16 * 1024
+#: The ASGI scope extension (``scope["extensions"][HOLD_HEAD]``) through which a response
+#: asks that its head go out in one write with its first body: the connection's
+#: :meth:`GilFreeWrites.hold`. Present only where the protocol below runs.
+HOLD_HEAD = "llama_cy.hold_head"
 
 
 class CasedName(bytes):
@@ -51,13 +55,27 @@ class GilFreeWrites:
     transport's own. Not for TLS, whose bytes the transport encrypts.
     """
 
-    __slots__ = ("_fd", "_transport")
+    __slots__ = ("_fd", "_held", "_holding", "_transport")
 
     def __init__(self, transport: asyncio.Transport, fd: int) -> None:
         self._transport = transport
         self._fd = fd
+        self._holding = False
+        self._held = b""
+
+    def hold(self) -> None:
+        """Keep the next write and send it with the one after it: a streamed response's
+        head with its first event, one system call and one wake-up of the client where
+        there would be two (the caller writes again at once)."""
+        self._holding = True
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._holding:
+            self._holding = False
+            self._held = bytes(data)
+            return
+        if self._held:
+            data, self._held = self._held + data, b""
         transport = self._transport
         if not transport.get_write_buffer_size() and not transport.is_closing():
             try:
@@ -125,6 +143,9 @@ def http_protocol() -> Any:
 
         def on_headers_complete(self) -> None:
             self._in_head = False
+            if isinstance(self.transport, GilFreeWrites):  # before uvicorn starts the app
+                extensions = self.scope.setdefault("extensions", {})
+                extensions[HOLD_HEAD] = {"hold": self.transport.hold}
             super().on_headers_complete()
 
         def data_received(self, data: bytes) -> None:
