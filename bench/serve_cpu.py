@@ -20,11 +20,15 @@ import server_rates
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
-    """Seconds of CPU each thread of ``pid`` has used, by ``name:tid``."""
+    """Seconds of CPU each thread of ``pid`` has used, by ``name:tid`` (a thread that
+    ends while they are read is left out)."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
-        stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that just ended
+            continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
         out[f"{name}:{tid}"] = (int(fields[11]) + int(fields[12])) / tick

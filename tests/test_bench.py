@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -83,6 +86,24 @@ def test_each_side_leads_a_round_in_turn_and_its_results_stay_its_own() -> None:
     common.alternate(same, 2, one, one)  # one function on both sides: a dry run's
     assert same.ours == [1.0, 1.0, 3.0, 3.0]
     assert same.theirs == [1.0, 1.0, 3.0, 3.0]
+
+
+def test_thread_cpu_leaves_out_a_thread_that_ended_while_it_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's thread can end between the listing of its threads and the read of its
+    stat file (llama-server's and xllamacpp's HTTP threads do): it is left out, and the
+    others are still counted."""
+    serve_cpu = _bench_module("serve_cpu")
+    listdir = os.listdir
+
+    def with_a_gone_thread(path: str) -> list[str]:
+        return [*listdir(path), "999999999"]
+
+    monkeypatch.setattr(serve_cpu.os, "listdir", with_a_gone_thread)
+    seen = serve_cpu.thread_cpu(os.getpid())
+    assert seen
+    assert not any(k.endswith(":999999999") for k in seen)
 
 
 def test_settle_returns_once_the_servers_are_idle_and_waits_while_one_is_busy() -> None:
