@@ -1,10 +1,11 @@
 """The response that sends a request's server-sent events: each text its events iterator
-gives goes out in one write, and the one marked :class:`Last` also ends the body, in the
-same write. At GPU token rates a request's fixed cost is counted in writes: Starlette's
-``StreamingResponse`` ends every body with an empty write of its own, after the
-``[DONE]`` event's, and (under ASGI before 2.4) runs each response in a task group beside a
-second reader of the client's messages; a request's stopper (``respond._stopper``)
-already reads them."""
+gives goes out in one write, the first with the status line and headers (where the
+server's protocol offers :data:`~llama_cy.server.http_protocol.HOLD_HEAD`), and the one
+marked :class:`Last` also ends the body, in the same write. At GPU token rates a
+request's fixed cost is counted in writes: Starlette's ``StreamingResponse`` ends every
+body with an empty write of its own, after the ``[DONE]`` event's, and (under ASGI
+before 2.4) runs each response in a task group beside a second reader of the client's
+messages; a request's stopper (``respond._stopper``) already reads them."""
 
 from __future__ import annotations
 
