@@ -92,8 +92,8 @@ def test_thread_cpu_leaves_out_a_thread_that_ended_while_it_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A server's thread can end between the listing of its threads and the read of its
-    stat file (llama-server's and xllamacpp's HTTP threads do): it is left out, and the
-    others are still counted."""
+    stat file (one did during a row (7b) run): it is left out, and the others are still
+    counted."""
     serve_cpu = _bench_module("serve_cpu")
     listdir = os.listdir
 
