@@ -35,15 +35,28 @@ class Behind:
             await PlainTextResponse("behind")(scope, receive, send)
 
 
-def _call(app: Any, method: str, path: str, root_path: str = "") -> str:
+def _routed(*routes: tuple[str, str, str]) -> tuple[Behind, ExactRoutes]:
+    """ExactRoutes over ``(method, path, name)`` routes, each answering with its name,
+    and the app behind it."""
+    behind = Behind()
+    return behind, ExactRoutes(behind, [(m, p, _endpoint(name)) for m, p, name in routes])
+
+
+def _run(app: Any, scope: Scope, incoming: Message) -> list[Message]:
+    """What ``app`` sends for ``scope``, each receive answered with ``incoming``."""
     sent: list[Message] = []
 
     async def receive() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return incoming
 
     async def send(message: Message) -> None:
         sent.append(message)
 
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+def _call(app: Any, method: str, path: str, root_path: str = "") -> str:
     scope = {
         "type": "http",
         "method": method,
@@ -52,19 +65,15 @@ def _call(app: Any, method: str, path: str, root_path: str = "") -> str:
         "query_string": b"",
         "headers": [],
     }
-    asyncio.run(app(scope, receive, send))
+    sent = _run(app, scope, {"type": "http.request", "body": b"", "more_body": False})
     return b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
 
 
 def test_an_exact_method_and_path_goes_to_its_first_endpoint() -> None:
-    behind = Behind()
-    app = ExactRoutes(
-        behind,
-        [
-            ("POST", "/completion", _endpoint("first")),
-            ("POST", "/completion", _endpoint("second")),
-            ("GET", "/health", _endpoint("health")),
-        ],
+    behind, app = _routed(
+        ("POST", "/completion", "first"),
+        ("POST", "/completion", "second"),
+        ("GET", "/health", "health"),
     )
     assert _call(app, "POST", "/completion") == "first POST /completion"
     assert _call(app, "GET", "/health") == "health GET /health"
@@ -72,13 +81,9 @@ def test_an_exact_method_and_path_goes_to_its_first_endpoint() -> None:
 
 
 def test_everything_else_reaches_the_app_behind() -> None:
-    behind = Behind()
-    app = ExactRoutes(
-        behind,
-        [
-            ("POST", "/completion", _endpoint("completion")),
-            ("GET", "/slots/{id_slot}", _endpoint("slot")),
-        ],
+    behind, app = _routed(
+        ("POST", "/completion", "completion"),
+        ("GET", "/slots/{id_slot}", "slot"),
     )
     assert _call(app, "GET", "/completion") == "behind"  # Starlette answers 405 there
     assert _call(app, "HEAD", "/completion") == "behind"
@@ -90,23 +95,12 @@ def test_everything_else_reaches_the_app_behind() -> None:
         "/completion/",
         "/slots/{id_slot}",
     ]
-
-    async def lifespan() -> None:
-        async def receive() -> Message:
-            return {"type": "lifespan.shutdown"}
-
-        async def send(message: Message) -> None:
-            pass
-
-        await app({"type": "lifespan"}, receive, send)
-
-    asyncio.run(lifespan())
+    _run(app, {"type": "lifespan"}, {"type": "lifespan.shutdown"})
     assert behind.scopes[-1]["type"] == "lifespan"
 
 
 def test_a_root_path_is_taken_off_the_path_as_the_router_does() -> None:
-    behind = Behind()
-    app = ExactRoutes(behind, [("POST", "/completion", _endpoint("completion"))])
+    behind, app = _routed(("POST", "/completion", "completion"))
     assert _call(app, "POST", "/api/completion", root_path="/api") == (
         "completion POST /api/completion"
     )
